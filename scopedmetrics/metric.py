@@ -1,0 +1,315 @@
+"""The metric base: an immutable dataclass registered as an optree pytree.
+
+State fields are the leaves, static fields live in the structure together with
+a *reduced* mark. ``compute`` reduces with the reducer in scope exactly once and
+then runs the subclass's own math on the reduced state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, TypeVar, dataclass_transform
+
+import optree
+import torch
+
+from scopedmetrics.state import NAMESPACE, StateSpec, combine, is_empty_cat, spec_of, state, static
+
+M = TypeVar("M", bound="Metric")
+
+
+def _is_metric(x: Any) -> bool:
+    return getattr(type(x), "_is_metric", False)
+
+
+def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a subclass's ``compute`` so it runs on a reduced state, reducing once."""
+
+    @functools.wraps(compute)
+    def wrapper(self: Metric, *args: Any, **kwargs: Any) -> Any:
+        if not self._reduced:
+            self = self.reduce()
+        return compute(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _flatten(m: Metric) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
+    return m._tree_flatten()
+
+
+@dataclass_transform(frozen_default=True, eq_default=False, field_specifiers=(state, static))
+class Metric:
+    """Base class of every metric: subclass it, declare fields, write ``update`` and ``compute``.
+
+    Example:
+        >>> import scopedmetrics as sm, torch
+        >>> class MeanSquaredError(sm.Metric):
+        ...     sum_sq: torch.Tensor = sm.state("sum", default=0.0)
+        ...     count: torch.Tensor = sm.state("sum", default=0)
+        ...     def update(self, preds, target):
+        ...         d = preds - target
+        ...         return self.replace(sum_sq=self.sum_sq + (d * d).sum(), count=self.count + d.numel())
+        ...     def compute(self):
+        ...         return self.sum_sq / self.count
+        >>> MeanSquaredError().update(torch.zeros(4), torch.ones(4)).compute()
+        tensor(1.)
+    """
+
+    _is_metric: ClassVar[bool] = True
+    _custom_tree: ClassVar[bool] = False
+    _state_names: ClassVar[tuple[str, ...]] = ()
+    _static_names: ClassVar[tuple[str, ...]] = ()
+    _init_statics: ClassVar[tuple[str, ...]] = ()
+    _ops: ClassVar[dict[str, str | None]] = {}
+    _whole_merge: ClassVar[bool] = False
+    _reduced = False  # plain class attribute, not a field: reduced instances set it in __dict__
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "compute" in cls.__dict__:
+            cls.compute = _reducing(cls.__dict__["compute"])  # type: ignore[method-assign]
+        cls._whole_merge = cls.merge is not Metric.merge
+        if not cls._custom_tree:
+            _make_dataclass(cls)
+        optree.register_pytree_node(
+            cls,
+            _flatten,
+            cls._tree_unflatten,
+            path_entry_type=optree.GetAttrEntry,
+            namespace=NAMESPACE,
+        )
+
+    # -- the pytree view --------------------------------------------------
+
+    def _tree_flatten(self) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
+        d = self.__dict__
+        statics = tuple(d[n] for n in self._static_names)
+        return tuple(d[n] for n in self._state_names), (statics, self._reduced), self._state_names
+
+    @classmethod
+    def _tree_unflatten(cls: type[M], meta: Any, children: Any) -> M:
+        obj = object.__new__(cls)
+        d = obj.__dict__
+        d.update(zip(cls._static_names, meta[0]))
+        d.update(zip(cls._state_names, children))
+        if meta[1]:
+            d["_reduced"] = True
+        return obj
+
+    def _state_items(self) -> Iterator[tuple[str, Any, str | None]]:
+        """``(name, value, op)`` of every state field, in leaf order."""
+        d = self.__dict__
+        return ((n, d[n], self._ops[n]) for n in self._state_names)
+
+    def _config(self) -> tuple[Any, ...]:
+        """The static configuration; equal configurations merge."""
+        return tuple(getattr(self, n) for n in self._static_names)
+
+    def _describe(self) -> str:
+        """Type and configuration, as compared across participants."""
+        args = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._static_names)
+        return f"{type(self).__module__}.{type(self).__qualname__}({args})"
+
+    def _rebuild(self: M, fields: dict[str, Any], reduced: bool = False) -> M:
+        """A copy with ``fields`` replaced and the reduced mark set to ``reduced``."""
+        obj = object.__new__(type(self))
+        d = obj.__dict__
+        d.update(self.__dict__)
+        d.update(fields)
+        if reduced:
+            d["_reduced"] = True
+        else:
+            d.pop("_reduced", None)
+        return obj
+
+    def _with_mark(self: M, reduced: bool) -> M:
+        """This metric, and every metric nested in its state, marked (un)reduced."""
+        nested = {
+            name: optree.tree_map(
+                lambda x: x._with_mark(reduced) if _is_metric(x) else x,
+                value,
+                is_leaf=_is_metric,
+                namespace=NAMESPACE,
+            )
+            for name, value, _ in self._state_items()
+            if not isinstance(value, torch.Tensor)
+        }
+        if not nested and self._reduced == reduced:
+            return self
+        return self._rebuild(nested, reduced)
+
+    # -- the public methods ------------------------------------------------
+
+    def update(self: M, *args: Any, **kwargs: Any) -> M:
+        """Fold one batch in and return the new metric; ``self`` is unchanged."""
+        raise NotImplementedError(f"{type(self).__name__} does not define update")
+
+    def compute(self) -> Any:
+        """Reduce with the reducer in scope, then compute the value."""
+        raise NotImplementedError(f"{type(self).__name__} does not define compute")
+
+    def merge(self: M, other: M) -> M:
+        """Combine with another metric of the same type and configuration, op by op.
+
+        ``m.merge(m.reset())`` is a no-op, and merge is associative, so any
+        grouping of shards gives the same state.
+        """
+        _check_compatible(self, other)
+        new = {
+            name: _merge_value(self, name, op, value, getattr(other, name))
+            for name, value, op in self._state_items()
+        }
+        return self._rebuild(new)
+
+    def reduce(self: M) -> M:
+        """The state reduced across the participants of the reducer in scope, marked reduced."""
+        if self._reduced:
+            return self
+        from scopedmetrics.scope import get_reducer
+        from scopedmetrics.sync import reduce_metrics
+
+        return reduce_metrics([self], [""], get_reducer())[0]
+
+    def forward(self: M, *args: Any, **kwargs: Any) -> tuple[M, Any]:
+        """Fold the batch in and also return this batch's own value, computed locally."""
+        batch = self.reset().update(*args, **kwargs)
+        return self.merge(batch), batch._with_mark(True).compute()
+
+    def reset(self: M) -> M:
+        """The empty state with the same configuration (the identity of ``merge``)."""
+        return type(self)(**{n: getattr(self, n) for n in self._init_statics})
+
+    def to(self: M, *args: Any, **kwargs: Any) -> M:
+        """Every state moved or cast as ``Tensor.to(*args, **kwargs)`` would."""
+        return optree.tree_map(lambda t: t.to(*args, **kwargs), self, namespace=NAMESPACE)
+
+    def replace(self: M, **fields: Any) -> M:
+        """Dataclass replace; the result is not marked reduced."""
+        unknown = fields.keys() - self._field_names()
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.replace: unknown field(s) {sorted(unknown)}")
+        return self._rebuild(fields)
+
+    def _field_names(self) -> set[str]:
+        return {*self._state_names, *self._static_names}
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The state leaves keyed by their dotted paths (``"inner.c.sum_sq"``)."""
+        paths, leaves, _ = optree.tree_flatten_with_path(self, namespace=NAMESPACE)
+        return {".".join(map(str, p)): t for p, t in zip(paths, leaves)}
+
+    def load_state_dict(self: M, state_dict: dict[str, torch.Tensor]) -> M:
+        """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole."""
+        paths, leaves, spec = optree.tree_flatten_with_path(self, namespace=NAMESPACE)
+        keys = [".".join(map(str, p)) for p in paths]
+        name = type(self).__name__
+        missing, extra = set(keys) - state_dict.keys(), state_dict.keys() - set(keys)
+        if missing or extra:
+            raise ValueError(
+                f"{name}.load_state_dict: missing keys {sorted(missing)}, unexpected keys {sorted(extra)}"
+            )
+        free = _free_shape_leaves(self)
+        new = []
+        for key, old, shape_free in zip(keys, leaves, free):
+            t = state_dict[key]
+            if not isinstance(t, torch.Tensor):
+                raise ValueError(f"{name}.load_state_dict: {key!r} is {type(t).__name__}, not a tensor")
+            if t.dtype != old.dtype:
+                raise ValueError(f"{name}.load_state_dict: {key!r} has dtype {t.dtype}, expected {old.dtype}")
+            ok = t.ndim == old.ndim and (shape_free or t.shape[1:] == old.shape[1:])
+            if not ok or (not shape_free and t.shape != old.shape):
+                raise ValueError(
+                    f"{name}.load_state_dict: {key!r} has shape {tuple(t.shape)}, expected {tuple(old.shape)}"
+                )
+            new.append(t.to(old.device))
+        return optree.tree_unflatten(spec, new)._with_mark(False)
+
+    def __repr__(self) -> str:
+        parts = [f"{n}={getattr(self, n)!r}" for n in self._static_names]
+        for n, v, _ in self._state_items():
+            parts.append(f"{n}={_short(v)}")
+        mark = ", reduced" if self._reduced else ""
+        return f"{type(self).__name__}({', '.join(parts)}{mark})"
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return repr(v) if v.numel() <= 4 else f"tensor(shape={tuple(v.shape)}, dtype={v.dtype})"
+    return repr(v)
+
+
+def _make_dataclass(cls: type[Metric]) -> None:
+    """Turn ``cls`` into a frozen dataclass and cache what its fields declare."""
+    dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
+    states, statics, ops = [], [], {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        spec = spec_of(f)
+        if isinstance(spec, StateSpec):
+            states.append(f.name)
+            ops[f.name] = spec.op
+        else:
+            statics.append(f.name)
+    cls._state_names, cls._static_names, cls._ops = tuple(states), tuple(statics), ops
+    cls._init_statics = tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name in statics)  # type: ignore[arg-type]
+    no_op = [n for n, op in ops.items() if op is None]
+    if no_op and not cls._whole_merge:
+        raise TypeError(
+            f"{cls.__name__}: state field(s) {no_op} declare no reduce op; "
+            "give them one, or override merge to reduce the whole state"
+        )
+
+
+def _check_compatible(a: Metric, b: Any) -> None:
+    name = type(a).__name__
+    if type(b) is not type(a):
+        raise TypeError(f"{name}.merge: cannot merge with {type(b).__name__}")
+    if a._config() != b._config():
+        diff = [
+            f"{n}={x!r} vs {y!r}" for n, x, y in zip(a._static_names, a._config(), b._config()) if x != y
+        ]
+        raise ValueError(f"{name}.merge: configurations differ: {', '.join(diff) or a._describe()}")
+
+
+def _merge_value(owner: Metric, name: str, op: str | None, a: Any, b: Any) -> Any:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return _combine(owner, name, op, a, b)
+    sa = optree.tree_structure(a, is_leaf=_is_metric, namespace=NAMESPACE)
+    sb = optree.tree_structure(b, is_leaf=_is_metric, namespace=NAMESPACE)
+    if sa != sb:
+        raise ValueError(f"{type(owner).__name__}.merge: state {name!r} differs in structure: {sa} vs {sb}")
+    return optree.tree_map(
+        lambda x, y: x.merge(y) if _is_metric(x) else _combine(owner, name, op, x, y),
+        a,
+        b,
+        is_leaf=_is_metric,
+        namespace=NAMESPACE,
+    )
+
+
+def _combine(owner: Metric, name: str, op: str | None, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Combine two leaves with ``op``, refusing shapes or dtypes that would broadcast silently."""
+    where = f"{type(owner).__name__}.merge: state {name!r}"
+    if op == "cat":
+        if not (is_empty_cat(a) or is_empty_cat(b)) and (a.dtype != b.dtype or a.shape[1:] != b.shape[1:]):
+            raise ValueError(
+                f"{where}: cannot join rows {a.dtype}{tuple(a.shape[1:])} and {b.dtype}{tuple(b.shape[1:])}"
+            )
+    elif a.shape != b.shape or a.dtype != b.dtype:
+        raise ValueError(f"{where}: {a.dtype}{tuple(a.shape)} vs {b.dtype}{tuple(b.shape)}")
+    if op is None:
+        raise TypeError(f"{where} has no reduce op; {type(owner).__name__} must merge it itself")
+    return combine(op, a, b)
+
+
+def _free_shape_leaves(m: Metric) -> list[bool]:
+    """Per leaf, in tree order: whether its shape may differ (``cat`` or whole-merge states)."""
+    if m._whole_merge:
+        return [True] * len(optree.tree_leaves(m, namespace=NAMESPACE))
+    out: list[bool] = []
+    for _, value, op in m._state_items():
+        for x in optree.tree_leaves(value, is_leaf=_is_metric, namespace=NAMESPACE):
+            out += _free_shape_leaves(x) if _is_metric(x) else [op == "cat"]
+    return out

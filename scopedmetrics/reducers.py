@@ -1,0 +1,112 @@
+"""Reducers: how a state leaf is combined across participants.
+
+The protocol is one callable, ``reducer(tensor, op) -> tensor``, so any plain
+function is a reducer. The built-in ones are ``local()`` (no communication)
+and ``Collective`` reducers (``distributed()``, ``subgroup()``, ``simulate``)
+that also take many leaves at once in a bucketed pass (``sync.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Union
+
+import torch
+import torch.distributed as dist
+
+from scopedmetrics.comm import Comm, TorchComm
+
+Reducer = Union[Callable[[torch.Tensor, str], torch.Tensor], "Local", "Collective"]
+"""Anything callable as ``reducer(tensor, op) -> tensor``."""
+
+
+class Local:
+    """The reducer of a world of one: every process sees only its own data."""
+
+    def __call__(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        return tensor
+
+    def split(self, key: Any) -> Local:
+        return self
+
+    def __repr__(self) -> str:
+        return "local()"
+
+
+_LOCAL = Local()
+
+
+def local() -> Local:
+    """The reducer that does not communicate.
+
+    Example:
+        >>> import scopedmetrics as sm, torch
+        >>> sm.local()(torch.tensor(2.0), "sum")
+        tensor(2.)
+    """
+    return _LOCAL
+
+
+class Collective:
+    """A built-in reducer over a communicator, with agreement checks and buckets."""
+
+    def __init__(self, comm: Comm) -> None:
+        self.comm = comm
+
+    @property
+    def rank(self) -> int:
+        """This participant's rank within the reducer's group."""
+        return self.comm.rank
+
+    @property
+    def size(self) -> int:
+        """How many participants the reducer spans."""
+        return self.comm.size
+
+    def __call__(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        from scopedmetrics.sync import collective_reduce
+
+        leaves, _ = collective_reduce(self.comm, [tensor], [op], ["leaf"], [], [_describe_leaf(op, tensor)])
+        return leaves[0]
+
+    def split(self, key: Any) -> Local | Collective:
+        """Comm_split: a reducer over the participants whose keys equal ``key``."""
+        members = self.comm.members(key)
+        if len(members) == 1:
+            return local()
+        return Collective(self.comm.subcomm(members))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.comm!r})"
+
+
+def _describe_leaf(op: str, t: torch.Tensor) -> str:
+    return "leaf: cat" if op == "cat" else f"leaf: {op} {t.dtype} {tuple(t.shape)}"
+
+
+def distributed(group: Any = None, timeout: float | None = None) -> Collective:
+    """A reducer over a ``torch.distributed`` process group (gloo, NCCL, ...).
+
+    ``group=None`` is the default group, resolved when the reducer is used;
+    ``timeout`` in seconds bounds each wait for the other participants.
+
+    Example:
+        >>> import scopedmetrics as sm
+        >>> r = sm.distributed(timeout=30.0)   # usable once init_process_group ran
+    """
+    return Collective(TorchComm(group, timeout))
+
+
+_DEFAULT: dict[int, Collective] = {}
+
+
+def default_reducer() -> Local | Collective:
+    """``distributed()`` when torch.distributed runs more than one process, else ``local()``."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        world = dist.group.WORLD
+        key = id(world)
+        if key not in _DEFAULT:
+            _DEFAULT.clear()
+            _DEFAULT[key] = distributed()
+        return _DEFAULT[key]
+    return _LOCAL

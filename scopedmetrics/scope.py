@@ -1,0 +1,157 @@
+"""Which reducer is in effect: a process-wide default and a scoped stack.
+
+``set_reducer`` writes a module global; ``use_reducer`` pushes onto a
+``ContextVar`` holding an immutable tuple, so scopes are local to a thread and
+an asyncio task. A block opened inside a generator is ignored while that
+generator is suspended, so it never leaks into the caller across ``yield``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import sys
+import threading
+from types import FrameType, TracebackType
+from typing import Any
+
+from scopedmetrics.reducers import Reducer, default_reducer
+
+_SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
+
+
+class _Entry:
+    """One ``use_reducer`` block: the reducer and, for generators, its frame."""
+
+    __slots__ = ("reducer", "frame")
+
+    def __init__(self, reducer: Reducer, frame: FrameType | None) -> None:
+        self.reducer = reducer
+        self.frame = frame
+
+
+_STACK: contextvars.ContextVar[tuple[_Entry, ...]] = contextvars.ContextVar(
+    "scopedmetrics_reducers", default=()
+)
+_GLOBAL: Reducer | None = None
+_LOCK = threading.Lock()
+
+
+def set_reducer(reducer: Reducer) -> None:
+    """Set the process-wide default reducer (scoped overrides still win).
+
+    Example:
+        >>> import scopedmetrics as sm
+        >>> sm.set_reducer(sm.local()); sm.get_reducer() is not None
+        True
+        >>> sm.reset_reducer()
+    """
+    global _GLOBAL
+    if not callable(reducer):
+        raise TypeError(f"a reducer must be callable as reducer(tensor, op), got {reducer!r}")
+    with _LOCK:
+        _GLOBAL = reducer
+
+
+def reset_reducer() -> None:
+    """Forget ``set_reducer``: the built-in default applies again."""
+    global _GLOBAL
+    with _LOCK:
+        _GLOBAL = None
+
+
+def _on_stack(frame: FrameType) -> bool:
+    f: FrameType | None = sys._getframe(2)
+    while f is not None:
+        if f is frame:
+            return True
+        f = f.f_back
+    return False
+
+
+def get_reducer() -> Reducer:
+    """The reducer in effect here and now: innermost scope, else global, else default.
+
+    Example:
+        >>> import scopedmetrics as sm
+        >>> r = sm.local()
+        >>> with sm.use_reducer(r):
+        ...     sm.get_reducer() is r
+        True
+    """
+    for entry in reversed(_STACK.get()):
+        if entry.frame is None or _on_stack(entry.frame):
+            return entry.reducer
+    return _GLOBAL if _GLOBAL is not None else default_reducer()
+
+
+class use_reducer:  # noqa: N801 - used as a context manager, named like one
+    """Scope ``reducer`` to a ``with`` block; the innermost block wins.
+
+    Example:
+        >>> import scopedmetrics as sm, torch
+        >>> m = sm.Sum().update(torch.tensor([1.0, 2.0]))
+        >>> with sm.use_reducer(lambda t, op: t * 2):   # a stand-in "world" of two
+        ...     m.compute()
+        tensor(6.)
+    """
+
+    def __init__(self, reducer: Reducer) -> None:
+        if not callable(reducer):
+            raise TypeError(f"use_reducer expects a reducer(tensor, op) callable, got {reducer!r}")
+        self._reducer = reducer
+        self._entry: _Entry | None = None
+
+    def __enter__(self) -> Reducer:
+        if self._entry is not None:
+            raise RuntimeError("this use_reducer block is already open; create a new one")
+        caller = sys._getframe(1)
+        frame = caller if caller.f_code.co_flags & _SUSPENDABLE else None
+        self._entry = _Entry(self._reducer, frame)
+        _STACK.set((*_STACK.get(), self._entry))
+        return self._reducer
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        entry, self._entry = self._entry, None
+        # Remove by identity rather than resetting a token: generators may
+        # close their blocks out of order, and a token reset would drop the
+        # caller's newer blocks with them.
+        _STACK.set(tuple(e for e in _STACK.get() if e is not entry))
+
+    def __repr__(self) -> str:
+        return f"use_reducer({self._reducer!r})"
+
+
+def current_stack() -> tuple[Any, ...]:
+    """The reducers of the open blocks here, outermost first (for debugging)."""
+    return tuple(e.reducer for e in _STACK.get())
+
+
+def subgroup(key: Any) -> Reducer:
+    """Split the reducer in scope: participants passing equal keys form a group (Comm_split).
+
+    A collective call: every participant of the reducer in scope makes it.
+    Nested splits divide the current group further; a group of one is ``local()``.
+
+    Example:
+        >>> import scopedmetrics as sm, torch
+        >>> def rank_fn(rank):
+        ...     m = sm.Sum().update(torch.tensor([1.0]))
+        ...     with sm.use_reducer(sm.subgroup(rank % 2)):
+        ...         return m.compute()
+        >>> sm.simulate(rank_fn, world_size=3)
+        [tensor(2.), tensor(1.), tensor(2.)]
+    """
+    reducer = get_reducer()
+    split = getattr(reducer, "split", None)
+    if split is None:
+        raise TypeError(
+            f"subgroup: the reducer in scope ({reducer!r}) is a plain function and cannot be split; "
+            "use sm.distributed(), sm.simulate() or sm.local()"
+        )
+    return split(key)

@@ -1,0 +1,140 @@
+"""State and static field declarations, and the algebra of the reduce ops.
+
+A state field is a tensor (or a pytree of tensors) annotated with the op that
+combines it across participants; a static field is configuration and lives in
+the pytree's structure. Each op is associative with the empty state as its
+identity, which is what makes any split of the data reduce to the same value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Final, Literal
+
+import torch
+
+NAMESPACE: Final = "scopedmetrics"
+"""The optree namespace every metric is registered under."""
+
+Op = Literal["sum", "max", "min", "prod", "cat"]
+OPS: Final[tuple[str, ...]] = ("sum", "max", "min", "prod", "cat")
+
+_KEY: Final = "scopedmetrics"
+
+
+@dataclasses.dataclass(frozen=True)
+class StateSpec:
+    """Metadata of a state field: its reduce op (``None`` for whole-state merge)."""
+
+    op: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class StaticSpec:
+    """Metadata of a static (configuration) field."""
+
+
+def identity(op: str | None, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The empty state of ``op``: merging it with any state is a no-op."""
+    if op == "cat":
+        return torch.empty(0, dtype=dtype)
+    if op == "sum" or op is None:
+        return torch.zeros((), dtype=dtype)
+    if op == "prod":
+        return torch.ones((), dtype=dtype)
+    if dtype.is_floating_point:
+        return torch.tensor(float("-inf") if op == "max" else float("inf"), dtype=dtype)
+    info = torch.iinfo(dtype)
+    return torch.tensor(info.min if op == "max" else info.max, dtype=dtype)
+
+
+def _factory(op: str | None, default: Any) -> Callable[[], Any]:
+    if default is dataclasses.MISSING:
+        return lambda: identity(op)
+    if callable(default) and not isinstance(default, torch.Tensor):
+        return default
+    if isinstance(default, torch.Tensor):
+        frozen = default.detach().clone()
+        return lambda: frozen.clone()
+    if isinstance(default, (bool, int, float)):
+        return lambda: torch.tensor(default)
+    raise TypeError(
+        f"state default must be a number, a tensor or a zero-argument factory, got {type(default).__name__}"
+    )
+
+
+def state(op: str | None = None, *, default: Any = dataclasses.MISSING) -> Any:
+    """Declare a state field reduced across participants with ``op``.
+
+    ``default`` is a number (dtype as ``torch.tensor`` gives it), a tensor or a
+    zero-argument factory; without it the field starts at the op's identity.
+
+    Example:
+        >>> import scopedmetrics as sm, torch
+        >>> class Total(sm.Metric):
+        ...     total: torch.Tensor = sm.state("sum", default=0.0)
+        ...     def update(self, x): return self.replace(total=self.total + x.sum())
+        ...     def compute(self): return self.total
+        >>> Total().update(torch.ones(3)).compute()
+        tensor(3.)
+    """
+    if op is not None and op not in OPS:
+        raise ValueError(f"unknown reduce op {op!r}; expected one of {OPS}")
+    return dataclasses.field(
+        default_factory=_factory(op, default), metadata={_KEY: StateSpec(op)}
+    )
+
+
+def static(*, default: Any = dataclasses.MISSING) -> Any:
+    """Declare a configuration field; it is part of the pytree's structure.
+
+    Example:
+        >>> import scopedmetrics as sm
+        >>> class Top(sm.Metric):
+        ...     k: int = sm.static(default=5)
+        ...     def compute(self): return self.k
+        >>> Top(k=3).k
+        3
+    """
+    return dataclasses.field(default=default, metadata={_KEY: StaticSpec()})
+
+
+def spec_of(field: dataclasses.Field[Any]) -> StateSpec | StaticSpec:
+    """The declaration of a dataclass field; undeclared fields are static."""
+    return field.metadata.get(_KEY, StaticSpec())
+
+
+def is_empty_cat(x: torch.Tensor) -> bool:
+    """Whether ``x`` is an empty ``cat`` leaf (length 0 along dim 0, or 0-d)."""
+    return x.ndim == 0 or x.shape[0] == 0
+
+
+def combine(op: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Combine two leaves with ``op``; the local twin of the collective."""
+    if op == "sum":
+        return a + b
+    if op == "max":
+        return torch.maximum(a, b)
+    if op == "min":
+        return torch.minimum(a, b)
+    if op == "prod":
+        return a * b
+    if op == "cat":
+        return concat([a, b])
+    raise ValueError(f"unknown reduce op {op!r}")
+
+
+def concat(parts: list[torch.Tensor]) -> torch.Tensor:
+    """Concatenate ``cat`` leaves along dim 0; empty leaves adopt the others' shape."""
+    full = [p for p in parts if not is_empty_cat(p)]
+    if not full:
+        return parts[0] if parts else torch.empty(0)
+    if len(full) == 1:
+        return full[0]
+    return torch.cat(full)
+
+
+def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
+    """``rows`` with ``batch`` appended along dim 0: how every ``cat`` state grows."""
+    return concat([rows, batch])

@@ -1,0 +1,271 @@
+"""The reduction pass: metrics -> leaves + ops -> reducer -> leaves -> metrics.
+
+``reduce_metrics`` walks every metric into *units*: a tensor leaf with its op,
+or a whole metric that declares its own ``merge``. Built-in reducers take all
+units at once (``collective_reduce``): one fixed-size header exchange to agree
+on what is reduced, one ``all_reduce`` per (op, dtype) bucket, and one padded
+``all_gather`` carrying every ``cat`` leaf and every merge state as bytes.
+A plain-function reducer is called once per leaf instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import optree
+import torch
+
+from scopedmetrics.comm import Comm
+from scopedmetrics.errors import SyncError
+from scopedmetrics.reducers import Collective, Local, Reducer
+from scopedmetrics.state import NAMESPACE, concat, is_empty_cat
+
+if TYPE_CHECKING:
+    from scopedmetrics.metric import Metric
+
+
+@dataclasses.dataclass
+class _Walk:
+    """What a set of metrics contributes: leaves, their ops, merge units, a description."""
+
+    leaves: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    ops: list[str] = dataclasses.field(default_factory=list)
+    paths: list[str] = dataclasses.field(default_factory=list)
+    where: list[int] = dataclasses.field(default_factory=list)  # leaf unit -> flat index
+    merges: list[Metric] = dataclasses.field(default_factory=list)
+    merge_at: list[int] = dataclasses.field(default_factory=list)  # merge unit -> flat index
+    flat: list[torch.Tensor] = dataclasses.field(default_factory=list)  # every leaf, in tree order
+    desc: list[str] = dataclasses.field(default_factory=list)
+
+
+def is_metric(x: Any) -> bool:
+    """Whether ``x`` is a metric (a node the walk descends into)."""
+    return getattr(type(x), "_is_metric", False)
+
+
+def path_str(prefix: str, *parts: Any) -> str:
+    """Dotted path of a leaf, as ``state_dict`` keys spell it."""
+    names = [prefix] if prefix else []
+    names += [str(p) for p in parts]
+    return ".".join(names)
+
+
+def _walk(m: Metric, prefix: str, w: _Walk) -> None:
+    w.desc.append(f"{prefix or '<metric>'}: {m._describe()}")
+    if m._whole_merge:
+        sub = optree.tree_leaves(m, namespace=NAMESPACE)
+        w.merges.append(m)
+        w.merge_at.append(len(w.flat))
+        w.flat.extend(sub)
+        w.desc.append(f"{prefix}: merge " + ", ".join(f"{t.dtype} {t.ndim}-d" for t in sub))
+        return
+    for name, value, op in m._state_items():
+        paths, xs, _ = optree.tree_flatten_with_path(value, is_leaf=is_metric, namespace=NAMESPACE)
+        for path, x in zip(paths, xs):
+            p = path_str(prefix, name, *path)
+            if is_metric(x):
+                _walk(x, p, w)
+                continue
+            if not isinstance(x, torch.Tensor):
+                raise TypeError(f"{type(m).__name__}: state {p!r} holds {type(x).__name__}, not a tensor")
+            w.where.append(len(w.flat))
+            w.flat.append(x)
+            w.leaves.append(x)
+            w.ops.append(op)
+            w.paths.append(p)
+            shape = "" if op == "cat" else f" {x.dtype} {tuple(x.shape)}"
+            w.desc.append(f"{p}: {op}{shape}")
+
+
+def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Reducer) -> list[Metric]:
+    """Reduce ``metrics`` together with ``reducer``; results are marked reduced."""
+    todo = [i for i, m in enumerate(metrics) if not m._reduced]
+    if not todo or isinstance(reducer, Local):
+        return [m._with_mark(True) for m in metrics]
+    w = _Walk()
+    spans = []
+    for i in todo:
+        start = len(w.flat)
+        _walk(metrics[i], names[i], w)
+        spans.append((start, len(w.flat)))
+    if isinstance(reducer, Collective):
+        leaves, merged = collective_reduce(reducer.comm, w.leaves, w.ops, w.paths, w.merges, w.desc)
+    else:
+        leaves = [reducer(t, op) for t, op in zip(w.leaves, w.ops)]
+        merged = [_plain_merge(reducer, m) for m in w.merges]
+    flat = list(w.flat)
+    for at, leaf in zip(w.where, leaves):
+        flat[at] = leaf
+    for at, m, new in zip(w.merge_at, w.merges, merged):
+        sub = optree.tree_leaves(new, namespace=NAMESPACE)
+        flat[at : at + len(sub)] = sub
+    out = list(metrics)
+    for i, (start, stop) in zip(todo, spans):
+        spec = optree.tree_structure(metrics[i], namespace=NAMESPACE)
+        out[i] = optree.tree_unflatten(spec, flat[start:stop])
+    return [m._with_mark(True) for m in out]
+
+
+def fingerprint(desc: list[str]) -> int:
+    """A 63-bit hash of a description, equal across processes for equal input."""
+    digest = hashlib.blake2b("\n".join(desc).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def collective_reduce(
+    comm: Comm,
+    leaves: list[torch.Tensor],
+    ops: list[str],
+    paths: list[str],
+    merges: list[Metric],
+    desc: list[str],
+) -> tuple[list[torch.Tensor], list[Metric]]:
+    """Reduce many leaves and merge states over ``comm`` in as few collectives as possible."""
+    fp = fingerprint(desc)
+    cat_at = [i for i, op in enumerate(ops) if op == "cat"]
+    merge_leaves = [optree.tree_leaves(m, namespace=NAMESPACE) for m in merges]
+    carried = [leaves[i] for i in cat_at] + list(itertools.chain.from_iterable(merge_leaves))
+    payload = _pack(carried, comm.device) if carried else None
+    size = 0 if payload is None else payload.numel()
+    header = torch.tensor([fp, size], dtype=torch.int64, device=comm.device)
+    headers = torch.stack(comm.all_gather(header)).cpu()
+    if bool((headers[:, 0] != fp).any()):
+        _raise_disagreement(comm, desc)
+    out = list(leaves)
+    _all_reduce_buckets(comm, leaves, ops, out)
+    if payload is None:
+        return out, []
+    longest = int(headers[:, 1].max())
+    if size < longest:
+        payload = torch.cat([payload, payload.new_zeros(longest - size)])
+    per_rank = [_unpack(p) for p in comm.all_gather(payload)]
+    for k, i in enumerate(cat_at):
+        out[i] = _join_cat(paths[i], [parts[k] for parts in per_rank], leaves[i])
+    merged = []
+    offset = len(cat_at)
+    for m, mine in zip(merges, merge_leaves):
+        spec = optree.tree_structure(m, namespace=NAMESPACE)
+        states = [
+            optree.tree_unflatten(spec, [t.to(x.device) for t, x in zip(parts[offset:], mine)])
+            for parts in per_rank
+        ]
+        merged.append(_fold(states))
+        offset += len(mine)
+    return out, merged
+
+
+def _all_reduce_buckets(comm: Comm, leaves: list[torch.Tensor], ops: list[str], out: list[torch.Tensor]) -> None:
+    buckets: dict[tuple[str, torch.dtype], list[int]] = {}
+    for i, (t, op) in enumerate(zip(leaves, ops)):
+        if op != "cat":
+            buckets.setdefault((op, t.dtype), []).append(i)
+    for (op, dtype), idx in buckets.items():
+        first: dict[int, int] = {}  # id(tensor) -> position in bucket, so shared states travel once
+        uniq = [i for i in idx if first.setdefault(id(leaves[i]), i) == i]
+        wire = torch.uint8 if dtype == torch.bool else dtype
+        parts = [leaves[i].reshape(-1).to(comm.device, wire) for i in uniq]
+        flat = torch.cat(parts) if len(parts) > 1 else parts[0].clone()
+        if flat.numel():
+            flat = comm.all_reduce(flat, op)
+        pieces = flat.split([p.numel() for p in parts])
+        reduced = {i: p.reshape(leaves[i].shape).to(leaves[i].device, dtype) for i, p in zip(uniq, pieces)}
+        for i in idx:
+            out[i] = reduced[first[id(leaves[i])]]
+
+
+_DTYPES = (
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+    torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128,
+)  # fmt: skip
+_CODE = {d: i for i, d in enumerate(_DTYPES)}
+
+
+def _pack(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """Tensors of any dtypes and shapes as one uint8 buffer: a header of shapes, then data."""
+    meta: list[int] = []
+    chunks = []
+    for t in tensors:
+        if t.dtype not in _CODE:
+            raise TypeError(f"cannot carry a state of dtype {t.dtype}")
+        meta += [_CODE[t.dtype], t.ndim, *t.shape]
+        data = t.detach().contiguous().reshape(-1).view(torch.uint8).to(device)
+        chunks.append(data)
+        if data.numel() % 8:
+            chunks.append(torch.zeros(8 - data.numel() % 8, dtype=torch.uint8, device=device))
+    head = torch.tensor([len(meta), *meta], dtype=torch.int64).view(torch.uint8).to(device)
+    return torch.cat([head, *chunks])
+
+
+def _unpack(buf: torch.Tensor) -> list[torch.Tensor]:
+    n = int(buf[:8].cpu().view(torch.int64).item())
+    meta = buf[8 : 8 * (n + 1)].cpu().view(torch.int64).tolist()
+    pos, k, out = 8 * (n + 1), 0, []
+    while k < len(meta):
+        dtype, ndim = _DTYPES[meta[k]], meta[k + 1]
+        shape = meta[k + 2 : k + 2 + ndim]
+        k += 2 + ndim
+        nbytes = torch.Size(shape).numel() * dtype.itemsize
+        out.append(buf[pos : pos + nbytes].view(dtype).reshape(shape))
+        pos += nbytes + (-nbytes) % 8
+    return out
+
+
+def _join_cat(path: str, parts: list[torch.Tensor], mine: torch.Tensor) -> torch.Tensor:
+    full = [(r, p) for r, p in enumerate(parts) if not is_empty_cat(p)]
+    if not full:
+        return mine
+    r0, p0 = full[0]
+    for r, p in full[1:]:
+        if p.dtype != p0.dtype or p.shape[1:] != p0.shape[1:]:
+            raise SyncError(
+                f"cat state {path!r}: rank {r} holds {p.dtype} rows of shape {tuple(p.shape[1:])} "
+                f"but rank {r0} holds {p0.dtype} rows of shape {tuple(p0.shape[1:])}"
+            )
+    return concat([p for _, p in full]).to(mine.device)
+
+
+def _fold(states: list[Metric]) -> Metric:
+    acc = states[0]
+    for s in states[1:]:
+        acc = acc.merge(s)
+    return acc
+
+
+def _raise_disagreement(comm: Comm, desc: list[str]) -> None:
+    every = comm.gather_objects(desc)
+    ref = every[0]
+    diffs = []
+    for r, d in enumerate(every[1:], start=1):
+        if d == ref:
+            continue
+        i = next((j for j, (a, b) in enumerate(zip(ref, d)) if a != b), min(len(ref), len(d)))
+        mine = d[i] if i < len(d) else "nothing more"
+        theirs = ref[i] if i < len(ref) else "nothing more"
+        diffs.append(f"rank {r} has {mine!r} where rank 0 has {theirs!r}")
+    raise SyncError(
+        f"participants disagree on what they reduce (seen on rank {comm.rank}): " + "; ".join(diffs)
+    )
+
+
+def _plain_merge(reducer: Reducer, m: Metric) -> Metric:
+    """Gather a whole state through a plain reducer's ``cat`` and fold it in rank order."""
+    leaves, spec = optree.tree_flatten(m, namespace=NAMESPACE)
+    head = torch.tensor([[1, *itertools.chain.from_iterable(t.shape for t in leaves)]])
+    shapes = reducer(head, "cat").tolist()
+    data = [reducer(t.reshape(-1), "cat") for t in leaves]
+    offsets = [0] * len(leaves)
+    states = []
+    for row in shapes:
+        k, mine = 1, []
+        for j, t in enumerate(leaves):
+            shape = row[k : k + t.ndim]
+            k += t.ndim
+            n = torch.Size(shape).numel()
+            mine.append(data[j][offsets[j] : offsets[j] + n].reshape(shape))
+            offsets[j] += n
+        states.append(optree.tree_unflatten(spec, mine))
+    return _fold(states)

@@ -1,0 +1,122 @@
+"""Worlds to run one test body in: simulated threads, or real gloo processes.
+
+A gloo world is a pool of ``size`` spawned processes joined by
+``torch.distributed`` on 127.0.0.1; it is kept between tests and rebuilt after
+any test in which a rank failed, since a failed collective can poison a group.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import socket
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import scopedmetrics as sm
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _worker(rank: int, size: int, port: int, inbox: Any, outbox: Any) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size
+    )
+    while True:
+        job = inbox.get()
+        if job is None:
+            break
+        fn, args = job
+        try:
+            outbox.put((rank, True, fn(rank, *args)))
+        except BaseException as err:  # noqa: BLE001 - sent back to the test
+            try:
+                outbox.put((rank, False, err))
+            except Exception:
+                outbox.put((rank, False, RuntimeError(f"{type(err).__name__}: {err}\n{traceback.format_exc()}")))
+    dist.destroy_process_group()
+
+
+class GlooWorld:
+    """``size`` processes in one gloo process group, running test bodies on demand."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        ctx = mp.get_context("spawn")
+        port = free_port()
+        self.inboxes = [ctx.Queue() for _ in range(size)]
+        self.outbox = ctx.Queue()
+        self.procs = [
+            ctx.Process(target=_worker, args=(r, size, port, self.inboxes[r], self.outbox), daemon=True)
+            for r in range(size)
+        ]
+        for p in self.procs:
+            p.start()
+        self.broken = False
+
+    def run(self, fn: Callable[..., Any], *args: Any, timeout: float = 120.0) -> list[Any]:
+        for box in self.inboxes:
+            box.put((fn, args))
+        results: dict[int, tuple[bool, Any]] = {}
+        try:
+            while len(results) < self.size:
+                rank, ok, value = self.outbox.get(timeout=timeout)
+                results[rank] = (ok, value)
+        except queue.Empty:
+            self.broken = True
+            raise TimeoutError(f"gloo world hung: ranks {sorted(set(range(self.size)) - results.keys())} never finished")
+        errors = [v for ok, v in results.values() if not ok]
+        if errors:
+            self.broken = True
+            original = [e for e in errors if not isinstance(e, sm.SyncError)]
+            raise (original or errors)[0]
+        return [results[r][1] for r in range(self.size)]
+
+    def results(self, fn: Callable[..., Any], *args: Any, timeout: float = 120.0) -> list[tuple[bool, Any]]:
+        """Every rank's ``(ok, value or exception)``, for tests where ranks are meant to fail."""
+        for box in self.inboxes:
+            box.put((fn, args))
+        out: dict[int, tuple[bool, Any]] = {}
+        try:
+            while len(out) < self.size:
+                rank, ok, value = self.outbox.get(timeout=timeout)
+                out[rank] = (ok, value)
+        except queue.Empty:
+            self.broken = True
+            raise TimeoutError(f"gloo world hung: ranks {sorted(set(range(self.size)) - out.keys())} never finished")
+        if not all(ok for ok, _ in out.values()):
+            self.broken = True
+        return [out[r] for r in range(self.size)]
+
+    def close(self) -> None:
+        for box, p in zip(self.inboxes, self.procs):
+            if p.is_alive() and not self.broken:
+                box.put(None)
+        for p in self.procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+
+def simulate_results(fn: Callable[..., Any], size: int, *args: Any, timeout: float = 60.0) -> list[tuple[bool, Any]]:
+    """Like ``GlooWorld.results`` in a simulated world: each rank's outcome, errors included."""
+
+    def body(rank: int) -> tuple[bool, Any]:
+        try:
+            return True, fn(rank, *args)
+        except Exception as err:  # noqa: BLE001 - returned to the test
+            return False, err
+
+    return sm.simulate(body, size, timeout=timeout)
