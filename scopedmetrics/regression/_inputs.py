@@ -1,0 +1,106 @@
+"""Argument checks shared by the regression metrics' ``update`` and ``__post_init__``.
+
+Every message starts with ``Metric.update`` (or ``Metric``) and names the
+argument, so a failing rank says which metric and which input it refused.
+Shape and type checks are always made: they are free and guard the state's
+shape. Checks that read the data (finite values, domains) are skipped with
+``validate_args=False``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+
+from scopedmetrics.metric import Metric
+
+Layout = Literal["flat", "outputs", "rows"]
+
+
+def where(owner: Metric) -> str:
+    """Name where an ``update`` error comes from: ``"MeanSquaredError.update"``."""
+    return f"{type(owner).__name__}.update"
+
+
+def check_positive_int(owner: Metric, name: str) -> None:
+    """Refuse a configuration value that is not a positive ``int``."""
+    value = getattr(owner, name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{type(owner).__name__}: argument `{name}` must be an int, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{type(owner).__name__}: argument `{name}` must be at least 1, got {value!r}")
+
+
+def check_bool(owner: Metric, name: str) -> None:
+    """Refuse a configuration value that is not a ``bool``."""
+    value = getattr(owner, name)
+    if not isinstance(value, bool):
+        raise TypeError(f"{type(owner).__name__}: argument `{name}` must be a bool, got {value!r}")
+
+
+def check_choice(owner: Metric, name: str, choices: tuple[str, ...]) -> None:
+    """Refuse a configuration value that is not one of ``choices``."""
+    value = getattr(owner, name)
+    if value not in choices:
+        raise ValueError(f"{type(owner).__name__}: argument `{name}` must be one of {choices}, got {value!r}")
+
+
+def tensor_arg(owner: Metric, name: str, value: Any) -> torch.Tensor:
+    """``value`` itself, refused unless it is a real (non-complex) tensor."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{where(owner)}: argument `{name}` must be a tensor, got {type(value).__name__}")
+    if value.is_complex():
+        raise TypeError(f"{where(owner)}: argument `{name}` must be real, got {value.dtype}")
+    return value
+
+
+def check_finite(owner: Metric, name: str, x: torch.Tensor) -> None:
+    """Refuse NaN and infinite values, which would poison the state for every participant."""
+    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{where(owner)}: argument `{name}` contains non-finite values (NaN or inf)")
+
+
+def pair(
+    owner: Metric,
+    first: Any,
+    second: Any,
+    like: torch.Tensor,
+    layout: Layout,
+    names: tuple[str, str] = ("preds", "target"),
+    finite: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two equally shaped inputs, checked and cast to ``like``'s dtype and device.
+
+    ``layout`` says what shape ``update`` works on: ``"flat"`` flattens any
+    shape to ``(N,)``; ``"outputs"`` gives ``(N, num_outputs)`` from ``(N,)``
+    or ``(N, 1)`` when ``num_outputs == 1`` and from ``(N, num_outputs)``
+    otherwise; ``"rows"`` requires ``(N, D)``.
+    """
+    a = tensor_arg(owner, names[0], first)
+    b = tensor_arg(owner, names[1], second)
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{where(owner)}: argument `{names[0]}` has shape {tuple(a.shape)} "
+            f"but `{names[1]}` has shape {tuple(b.shape)}"
+        )
+    if layout == "flat":
+        a, b = a.reshape(-1), b.reshape(-1)
+    elif layout == "outputs":
+        d = owner.num_outputs  # type: ignore[attr-defined]
+        ok = (a.ndim == 2 and a.shape[1] == d) or (d == 1 and a.ndim == 1)
+        if not ok:
+            expected = "(N,) or (N, 1)" if d == 1 else f"(N, {d})"
+            raise ValueError(
+                f"{where(owner)}: argument `{names[0]}` has shape {tuple(a.shape)} "
+                f"but num_outputs={d} expects {expected}"
+            )
+        a, b = a.reshape(-1, d), b.reshape(-1, d)
+    elif a.ndim != 2:
+        raise ValueError(f"{where(owner)}: argument `{names[0]}` has shape {tuple(a.shape)}; expected (N, D)")
+    a = a.to(device=like.device, dtype=like.dtype)
+    b = b.to(device=like.device, dtype=like.dtype)
+    if finite and owner.validate_args:  # type: ignore[attr-defined]
+        check_finite(owner, names[0], a)
+        check_finite(owner, names[1], b)
+    return a, b

@@ -1,0 +1,102 @@
+"""Running moments merged with Chan's parallel formula.
+
+A moment state is ``total`` (the row count, int64) and, per variable and
+output, ``mean``, ``m2`` (the sum of squared deviations from the mean),
+``low`` and ``high`` (the extremes). Two states merge as
+
+    n = n_a + n_b,  delta = mean_b - mean_a
+    mean = mean_a + delta * n_b / n
+    m2   = m2_a + m2_b + delta**2 * n_a * n_b / n
+    co   = co_a + co_b + delta_x * delta_y * n_a * n_b / n     (co-moments)
+
+(Chan, Golub & LeVeque, 1979). Unlike raw sums of squares, nothing here
+subtracts two large, nearly equal numbers, so data far from zero with a small
+spread (values around 1e4 with unit variance) keeps its precision in float32.
+The empty state (``total == 0``, zero means) is an exact identity: its
+weights ``n_b / n`` and ``n_a * n_b / n`` are exactly 0 or 1. The extremes make
+"this variable is constant" an exact test: rounding can leave a constant
+column with a tiny non-zero ``m2``, but never with ``low != high``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from scopedmetrics.metric import Metric
+
+
+def init(owner: Metric, shape: tuple[int, ...]) -> None:
+    """Give a fresh metric empty moments of ``shape`` (called from ``__post_init__``)."""
+    dtype = owner.mean.dtype  # type: ignore[attr-defined]
+    object.__setattr__(owner, "mean", torch.zeros(shape, dtype=dtype))
+    object.__setattr__(owner, "m2", torch.zeros(shape, dtype=dtype))
+    object.__setattr__(owner, "low", torch.full(shape, float("inf"), dtype=dtype))
+    object.__setattr__(owner, "high", torch.full(shape, float("-inf"), dtype=dtype))
+
+
+def of_batch(owner: Metric, v: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Moments of the rows of ``v`` (``N >= 1`` rows) for ``owner``, and ``v`` centred on its mean.
+
+    The mean is refined once by the mean of the deviations from it: in float32
+    a plain ``v.mean(0)`` of values near 1e4 can be off by several ulps, and
+    ``merge`` weighs the difference of means, so the stored mean must be close.
+    """
+    rough = v.mean(0)
+    mean = rough + (v - rough).mean(0)
+    centred = v - mean
+    fields = {
+        "total": torch.full_like(owner.total, v.shape[0]),  # type: ignore[attr-defined]
+        "mean": mean,
+        "m2": (centred * centred).sum(0),
+        "low": v.amin(0),
+        "high": v.amax(0),
+    }
+    return fields, centred
+
+
+def check_mergeable(a: Metric, b: Any) -> None:
+    """Refuse to merge metrics of different types, configurations or state shapes."""
+    name = type(a).__name__
+    if type(b) is not type(a):
+        raise TypeError(f"{name}.merge: cannot merge with {type(b).__name__}")
+    if a._config() != b._config():
+        diff = [
+            f"{n}={x!r} vs {y!r}"
+            for n, x, y in zip(a._static_names, a._config(), b._config(), strict=True)
+            if x != y
+        ]
+        raise ValueError(f"{name}.merge: configurations differ: {', '.join(diff)}")
+    for n in a._state_names:
+        x, y = getattr(a, n), getattr(b, n)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            raise ValueError(
+                f"{name}.merge: state {n!r} differs: {x.dtype}{tuple(x.shape)} vs {y.dtype}{tuple(y.shape)}"
+            )
+
+
+def chan(a: Metric, b: Metric) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Merge the moments of ``a`` and ``b``; also return ``delta`` and ``n_a * n_b / n`` for co-moments."""
+    check_mergeable(a, b)
+    na, nb = a.total, b.total  # type: ignore[attr-defined]
+    mean_a, mean_b = a.mean, b.mean  # type: ignore[attr-defined]
+    dtype = mean_a.dtype
+    n = na + nb
+    frac = nb.to(dtype) / n.clamp(min=1).to(dtype)  # exactly 0 or 1 when a side is empty
+    cross = na.to(dtype) * frac
+    delta = mean_b - mean_a
+    fields = {
+        "total": n,
+        "mean": mean_a + delta * frac,
+        "m2": a.m2 + b.m2 + delta * delta * cross,  # type: ignore[attr-defined]
+        "low": torch.minimum(a.low, b.low),  # type: ignore[attr-defined]
+        "high": torch.maximum(a.high, b.high),  # type: ignore[attr-defined]
+    }
+    return fields, delta, cross
+
+
+def exact_m2(m: Metric) -> tuple[torch.Tensor, torch.Tensor]:
+    """``m2`` with constant variables set to exactly 0, and the mask of constant variables."""
+    constant = m.high == m.low  # type: ignore[attr-defined]  # False when empty, True for one row
+    return torch.where(constant, torch.zeros_like(m.m2), m.m2), constant  # type: ignore[attr-defined]

@@ -1,0 +1,144 @@
+"""Error metrics: mean squared, mean absolute and mean absolute percentage error.
+
+Each keeps a running sum of errors and a row count, both reduced with
+``"sum"``; the ratio (and, for RMSE, its square root) is taken only after the
+reduction, so RMSE over several ranks is ``sqrt(total SSE / total count)``,
+not an average of per-rank RMSEs. With no samples anywhere the value is NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from scopedmetrics.metric import Metric
+from scopedmetrics.regression._inputs import Layout, check_bool, check_positive_int, pair
+from scopedmetrics.state import state, static
+
+
+def _layout(m: Metric) -> Layout:
+    """Any shape, flattened, for one output (as TorchMetrics); ``(N, num_outputs)`` otherwise."""
+    return "flat" if m.num_outputs == 1 else "outputs"  # type: ignore[attr-defined]
+
+
+def _per_output(m: Metric, value: torch.Tensor) -> torch.Tensor:
+    """``value`` of shape ``(num_outputs,)``, squeezed to 0-d for a single output."""
+    return value.squeeze(0) if m.num_outputs == 1 else value  # type: ignore[attr-defined]
+
+
+class MeanSquaredError(Metric):
+    """Mean squared error, or its root with ``squared=False``.
+
+    ``preds`` and ``target`` have any (equal) shape when ``num_outputs == 1``,
+    else shape ``(N, num_outputs)``; the value is 0-d, or ``(num_outputs,)``.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.regression import MeanSquaredError
+        >>> MeanSquaredError().update(torch.tensor([0.0, 1, 2, 3]), torch.tensor([0.0, 1, 2, 2])).compute()
+        tensor(0.2500)
+        >>> MeanSquaredError(squared=False).update(torch.tensor([3.0]), torch.tensor([0.0])).compute()
+        tensor(3.)
+
+    """
+
+    squared: bool = static(default=True)
+    num_outputs: int = static(default=1)
+    validate_args: bool = static(default=True)
+    sum_squared_error: torch.Tensor = state("sum", default=0.0)
+    total: torch.Tensor = state("sum", default=0)
+
+    def __post_init__(self) -> None:
+        check_bool(self, "squared")
+        check_positive_int(self, "num_outputs")
+        check_bool(self, "validate_args")
+        object.__setattr__(self, "sum_squared_error", torch.zeros(self.num_outputs))
+
+    def update(self, preds: Any, target: Any) -> MeanSquaredError:
+        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
+        p, t = pair(self, preds, target, self.sum_squared_error, _layout(self))
+        diff = (p - t).reshape(-1, self.num_outputs)
+        return self.replace(
+            sum_squared_error=self.sum_squared_error + (diff * diff).sum(0),
+            total=self.total + p.shape[0],
+        )
+
+    def compute(self) -> torch.Tensor:
+        """Total squared error over total count, or its square root; NaN with no samples."""
+        mse = self.sum_squared_error / self.total
+        return _per_output(self, mse if self.squared else mse.sqrt())
+
+
+class MeanAbsoluteError(Metric):
+    """Mean absolute error.
+
+    Inputs as for :class:`MeanSquaredError`.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.regression import MeanAbsoluteError
+        >>> preds, target = torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3.0, -0.5, 2, 7])
+        >>> MeanAbsoluteError().update(preds, target).compute()
+        tensor(0.5000)
+
+    """
+
+    num_outputs: int = static(default=1)
+    validate_args: bool = static(default=True)
+    sum_abs_error: torch.Tensor = state("sum", default=0.0)
+    total: torch.Tensor = state("sum", default=0)
+
+    def __post_init__(self) -> None:
+        check_positive_int(self, "num_outputs")
+        check_bool(self, "validate_args")
+        object.__setattr__(self, "sum_abs_error", torch.zeros(self.num_outputs))
+
+    def update(self, preds: Any, target: Any) -> MeanAbsoluteError:
+        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
+        p, t = pair(self, preds, target, self.sum_abs_error, _layout(self))
+        diff = (p - t).reshape(-1, self.num_outputs)
+        return self.replace(
+            sum_abs_error=self.sum_abs_error + diff.abs().sum(0), total=self.total + p.shape[0]
+        )
+
+    def compute(self) -> torch.Tensor:
+        """Total absolute error over total count; NaN with no samples."""
+        return _per_output(self, self.sum_abs_error / self.total)
+
+
+class MeanAbsolutePercentageError(Metric):
+    """Mean absolute percentage error, ``mean(|preds - target| / max(|target|, epsilon))``.
+
+    As in TorchMetrics, ``|target|`` is clamped below at ``epsilon = 1.17e-06``
+    so a zero target gives a large, finite error. Inputs have any equal shape.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.regression import MeanAbsolutePercentageError
+        >>> m = MeanAbsolutePercentageError()
+        >>> m.update(torch.tensor([0.9, 15, 1.2e6]), torch.tensor([1.0, 10, 1e6])).compute()
+        tensor(0.2667)
+
+    """
+
+    validate_args: bool = static(default=True)
+    sum_abs_per_error: torch.Tensor = state("sum", default=0.0)
+    total: torch.Tensor = state("sum", default=0)
+
+    epsilon = 1.17e-06
+
+    def __post_init__(self) -> None:
+        check_bool(self, "validate_args")
+
+    def update(self, preds: Any, target: Any) -> MeanAbsolutePercentageError:
+        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
+        p, t = pair(self, preds, target, self.sum_abs_per_error, "flat")
+        err = (p - t).abs() / t.abs().clamp(min=self.epsilon)
+        return self.replace(
+            sum_abs_per_error=self.sum_abs_per_error + err.sum(), total=self.total + p.numel()
+        )
+
+    def compute(self) -> torch.Tensor:
+        """Total relative error over total count; NaN with no samples."""
+        return self.sum_abs_per_error / self.total
