@@ -69,7 +69,7 @@ _REDUCE_OPS = {
     "min": dist.ReduceOp.MIN,
     "prod": dist.ReduceOp.PRODUCT,
 }
-_GROUPS: dict[tuple[int, ...], Any] = {}
+_GROUPS: dict[tuple[Any, tuple[int, ...]], Any] = {}
 
 
 class TorchComm(Comm):
@@ -97,10 +97,19 @@ class TorchComm(Comm):
         return dist.get_world_size(self.group)
 
     @property
+    def backend(self) -> str:
+        """The backend's name: ``"gloo"``, ``"nccl"``, ..."""
+        return str(dist.get_backend(self.group))
+
+    @property
     def device(self) -> torch.device:
-        if dist.get_backend(self.group) == "nccl":
+        if self.backend == "nccl":
             return torch.device("cuda", torch.cuda.current_device())
         return torch.device("cpu")
+
+    def global_ranks(self, members: list[int]) -> tuple[int, ...]:
+        """Global ranks of this group's ``members``."""
+        return tuple(dist.get_global_rank(self.group, r) for r in members)
 
     def _wait(self, work: Any, what: str) -> None:
         try:
@@ -125,13 +134,69 @@ class TorchComm(Comm):
         self._wait(work, f"all_reduce({op})")
         return tensor
 
-    def subcomm(self, members: list[int]) -> TorchComm:
-        ranks = tuple(dist.get_global_rank(self.group, r) for r in members)
-        group = _GROUPS.get(ranks)
-        if group is None:
-            kwargs: dict[str, Any] = {"use_local_synchronization": True}
-            if self.timeout is not None:
-                kwargs["timeout"] = timedelta(seconds=self.timeout)
-            group = dist.new_group(list(ranks), **kwargs)
-            _GROUPS[ranks] = group
-        return TorchComm(group, self.timeout)
+    def subcomm(self, members: list[int]) -> SplitComm:
+        ranks = self.global_ranks(members)
+        store = dist.distributed_c10d._get_default_store()
+        key = (id(store), ranks)
+        if key not in _GROUPS:
+            _GROUPS[key] = _new_backend(self.backend, store, ranks, self.timeout)
+        return SplitComm(_GROUPS[key], ranks, self.backend, self.timeout)
+
+    def __repr__(self) -> str:
+        return "distributed()" if self._group is None else f"distributed(group={self._group!r})"
+
+
+def _new_backend(backend: str, store: Any, ranks: tuple[int, ...], timeout: float | None) -> Any:
+    """A process-group backend over ``ranks``, created by those ranks alone.
+
+    ``dist.new_group(..., use_local_synchronization=True)`` names groups by how
+    many groups each process made before, which differs between ranks after
+    unequal splits and then hangs; a store prefix named by the ranks does not.
+    """
+    prefix = dist.PrefixStore(f"scopedmetrics/{'_'.join(map(str, ranks))}/", store)
+    rank = ranks.index(dist.get_rank())
+    wait = timedelta(seconds=timeout) if timeout is not None else timedelta(minutes=30)
+    if backend == "gloo":
+        return dist.ProcessGroupGloo(prefix, rank, len(ranks), wait)
+    if backend == "nccl":
+        options = dist.ProcessGroupNCCL.Options()
+        options._timeout = wait
+        return dist.ProcessGroupNCCL(prefix, rank, len(ranks), options)
+    raise NotImplementedError(f"subgroup: no split for backend {backend!r}; use gloo or nccl")
+
+
+class SplitComm(TorchComm):
+    """Collectives over a backend made by ``subgroup`` for a set of global ranks."""
+
+    def __init__(self, pg: Any, ranks: tuple[int, ...], backend: str, timeout: float | None) -> None:
+        super().__init__(None, timeout)
+        self.pg, self.ranks, self._backend = pg, ranks, backend
+
+    @property
+    def rank(self) -> int:  # type: ignore[override]
+        return self.ranks.index(dist.get_rank())
+
+    @property
+    def size(self) -> int:  # type: ignore[override]
+        return len(self.ranks)
+
+    @property
+    def backend(self) -> str:
+        return self._backend
+
+    def global_ranks(self, members: list[int]) -> tuple[int, ...]:
+        return tuple(self.ranks[r] for r in members)
+
+    def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        out = [torch.empty_like(tensor) for _ in range(self.size)]
+        self._wait(self.pg.allgather([out], [tensor]), "all_gather")
+        return out
+
+    def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = _REDUCE_OPS[op]
+        self._wait(self.pg.allreduce([tensor], opts), f"all_reduce({op})")
+        return tensor
+
+    def __repr__(self) -> str:
+        return f"subgroup(ranks={list(self.ranks)})"

@@ -254,12 +254,20 @@ def _make_dataclass(cls: type[Metric]) -> None:
             statics.append(f.name)
     cls._state_names, cls._static_names, cls._ops = tuple(states), tuple(statics), ops
     cls._init_statics = tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name in statics)  # type: ignore[arg-type]
-    no_op = [n for n, op in ops.items() if op is None]
+    no_op = [f.name for f in dataclasses.fields(cls) if f.name in ops and ops[f.name] is None and not _holds_metrics(f)]  # type: ignore[arg-type]
     if no_op and not cls._whole_merge:
         raise TypeError(
             f"{cls.__name__}: state field(s) {no_op} declare no reduce op; "
             "give them one, or override merge to reduce the whole state"
         )
+
+
+def _holds_metrics(f: dataclasses.Field[Any]) -> bool:
+    """Whether a field's default holds only metrics (which bring their own ops)."""
+    if f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+        return False
+    leaves = optree.tree_leaves(f.default_factory(), is_leaf=_is_metric, namespace=NAMESPACE)  # type: ignore[misc]
+    return all(_is_metric(x) for x in leaves)
 
 
 def _check_compatible(a: Metric, b: Any) -> None:

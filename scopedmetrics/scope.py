@@ -8,6 +8,7 @@ generator is suspended, so it never leaks into the caller across ``yield``.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import inspect
 import sys
@@ -18,16 +19,28 @@ from typing import Any
 from scopedmetrics.reducers import Reducer, default_reducer
 
 _SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
+_CM_ENTER = contextlib._GeneratorContextManager.__enter__.__code__
+_FAR = 1 << 30  # depth given to blocks whose opening frame has returned (manual __enter__)
 
 
 class _Entry:
-    """One ``use_reducer`` block: the reducer and, for generators, its frame."""
+    """One open ``use_reducer`` block: the reducer and the frame that opened it."""
 
-    __slots__ = ("reducer", "frame")
+    __slots__ = ("reducer", "frame", "suspendable")
 
-    def __init__(self, reducer: Reducer, frame: FrameType | None) -> None:
+    def __init__(self, reducer: Reducer, frame: FrameType) -> None:
+        # A block opened inside a @contextmanager generator belongs to the
+        # code that entered that manager: such helpers are meant to scope it.
+        while (
+            frame.f_code.co_flags & _SUSPENDABLE
+            and frame.f_back is not None
+            and frame.f_back.f_code is _CM_ENTER
+            and frame.f_back.f_back is not None
+        ):
+            frame = frame.f_back.f_back
         self.reducer = reducer
         self.frame = frame
+        self.suspendable = bool(frame.f_code.co_flags & _SUSPENDABLE)
 
 
 _STACK: contextvars.ContextVar[tuple[_Entry, ...]] = contextvars.ContextVar(
@@ -60,15 +73,6 @@ def reset_reducer() -> None:
         _GLOBAL = None
 
 
-def _on_stack(frame: FrameType) -> bool:
-    f: FrameType | None = sys._getframe(2)
-    while f is not None:
-        if f is frame:
-            return True
-        f = f.f_back
-    return False
-
-
 def get_reducer() -> Reducer:
     """The reducer in effect here and now: innermost scope, else global, else default.
 
@@ -79,10 +83,41 @@ def get_reducer() -> Reducer:
         ...     sm.get_reducer() is r
         True
     """
-    for entry in reversed(_STACK.get()):
-        if entry.frame is None or _on_stack(entry.frame):
-            return entry.reducer
-    return _GLOBAL if _GLOBAL is not None else default_reducer()
+    stack = _STACK.get()
+    if not stack:
+        return _GLOBAL if _GLOBAL is not None else default_reducer()
+    if len(stack) == 1 and not stack[0].suspendable:
+        return stack[0].reducer
+    return _innermost(stack, sys._getframe(1))
+
+
+def _innermost(stack: tuple[_Entry, ...], here: FrameType) -> Reducer:
+    """The block whose opening frame is nearest on the call stack; later wins ties.
+
+    A block opened in a generator applies only while that generator runs, so
+    it never leaks into the caller across ``yield``.
+    """
+    frames = {id(e.frame) for e in stack}
+    depth: dict[int, int] = {}
+    f: FrameType | None = here
+    d = 0
+    while f is not None:
+        if id(f) in frames:
+            depth.setdefault(id(f), d)
+        f, d = f.f_back, d + 1
+    best: tuple[int, int] | None = None
+    chosen: Reducer | None = None
+    for i, e in enumerate(stack):
+        at = depth.get(id(e.frame))
+        if at is None:
+            if e.suspendable:
+                continue  # a suspended generator's block
+            at = _FAR
+        if best is None or (at, -i) < best:
+            best, chosen = (at, -i), e.reducer
+    if chosen is None:
+        return _GLOBAL if _GLOBAL is not None else default_reducer()
+    return chosen
 
 
 class use_reducer:  # noqa: N801 - used as a context manager, named like one
@@ -105,9 +140,7 @@ class use_reducer:  # noqa: N801 - used as a context manager, named like one
     def __enter__(self) -> Reducer:
         if self._entry is not None:
             raise RuntimeError("this use_reducer block is already open; create a new one")
-        caller = sys._getframe(1)
-        frame = caller if caller.f_code.co_flags & _SUSPENDABLE else None
-        self._entry = _Entry(self._reducer, frame)
+        self._entry = _Entry(self._reducer, sys._getframe(1))
         _STACK.set((*_STACK.get(), self._entry))
         return self._reducer
 

@@ -72,6 +72,8 @@ def _walk(m: Metric, prefix: str, w: _Walk) -> None:
                 continue
             if not isinstance(x, torch.Tensor):
                 raise TypeError(f"{type(m).__name__}: state {p!r} holds {type(x).__name__}, not a tensor")
+            if op is None:
+                raise TypeError(f"{type(m).__name__}: state {p!r} has no reduce op and no merge of its own")
             w.where.append(len(w.flat))
             w.flat.append(x)
             w.leaves.append(x)

@@ -1,0 +1,99 @@
+"""Classification metrics: stat scores, confusion matrices, calibration, and curves.
+
+Class names, arguments and input conventions follow TorchMetrics; see
+``docs/classification.md`` for the input formats and each metric's state.
+"""
+
+from scopedmetrics.classification.calibration import BinaryCalibrationError as BinaryCalibrationError
+from scopedmetrics.classification.calibration import MulticlassCalibrationError as MulticlassCalibrationError
+from scopedmetrics.classification.confusion import BinaryCohenKappa as BinaryCohenKappa
+from scopedmetrics.classification.confusion import BinaryConfusionMatrix as BinaryConfusionMatrix
+from scopedmetrics.classification.confusion import BinaryMatthewsCorrCoef as BinaryMatthewsCorrCoef
+from scopedmetrics.classification.confusion import MulticlassCohenKappa as MulticlassCohenKappa
+from scopedmetrics.classification.confusion import MulticlassConfusionMatrix as MulticlassConfusionMatrix
+from scopedmetrics.classification.confusion import MulticlassMatthewsCorrCoef as MulticlassMatthewsCorrCoef
+from scopedmetrics.classification.confusion import MultilabelConfusionMatrix as MultilabelConfusionMatrix
+from scopedmetrics.classification.confusion import MultilabelMatthewsCorrCoef as MultilabelMatthewsCorrCoef
+from scopedmetrics.classification.curves import BinaryAUROC as BinaryAUROC
+from scopedmetrics.classification.curves import BinaryAveragePrecision as BinaryAveragePrecision
+from scopedmetrics.classification.curves import BinaryPrecisionRecallCurve as BinaryPrecisionRecallCurve
+from scopedmetrics.classification.curves import BinaryROC as BinaryROC
+from scopedmetrics.classification.curves import MulticlassAUROC as MulticlassAUROC
+from scopedmetrics.classification.curves import MulticlassAveragePrecision as MulticlassAveragePrecision
+from scopedmetrics.classification.curves import (
+    MulticlassPrecisionRecallCurve as MulticlassPrecisionRecallCurve,
+)
+from scopedmetrics.classification.curves import MulticlassROC as MulticlassROC
+from scopedmetrics.classification.curves import MultilabelAUROC as MultilabelAUROC
+from scopedmetrics.classification.curves import MultilabelAveragePrecision as MultilabelAveragePrecision
+from scopedmetrics.classification.curves import (
+    MultilabelPrecisionRecallCurve as MultilabelPrecisionRecallCurve,
+)
+from scopedmetrics.classification.curves import MultilabelROC as MultilabelROC
+from scopedmetrics.classification.stat_scores import BinaryAccuracy as BinaryAccuracy
+from scopedmetrics.classification.stat_scores import BinaryF1Score as BinaryF1Score
+from scopedmetrics.classification.stat_scores import BinaryFBetaScore as BinaryFBetaScore
+from scopedmetrics.classification.stat_scores import BinaryPrecision as BinaryPrecision
+from scopedmetrics.classification.stat_scores import BinaryRecall as BinaryRecall
+from scopedmetrics.classification.stat_scores import BinarySpecificity as BinarySpecificity
+from scopedmetrics.classification.stat_scores import BinaryStatScores as BinaryStatScores
+from scopedmetrics.classification.stat_scores import MulticlassAccuracy as MulticlassAccuracy
+from scopedmetrics.classification.stat_scores import MulticlassF1Score as MulticlassF1Score
+from scopedmetrics.classification.stat_scores import MulticlassFBetaScore as MulticlassFBetaScore
+from scopedmetrics.classification.stat_scores import MulticlassPrecision as MulticlassPrecision
+from scopedmetrics.classification.stat_scores import MulticlassRecall as MulticlassRecall
+from scopedmetrics.classification.stat_scores import MulticlassSpecificity as MulticlassSpecificity
+from scopedmetrics.classification.stat_scores import MulticlassStatScores as MulticlassStatScores
+from scopedmetrics.classification.stat_scores import MultilabelAccuracy as MultilabelAccuracy
+from scopedmetrics.classification.stat_scores import MultilabelF1Score as MultilabelF1Score
+from scopedmetrics.classification.stat_scores import MultilabelFBetaScore as MultilabelFBetaScore
+from scopedmetrics.classification.stat_scores import MultilabelPrecision as MultilabelPrecision
+from scopedmetrics.classification.stat_scores import MultilabelRecall as MultilabelRecall
+from scopedmetrics.classification.stat_scores import MultilabelSpecificity as MultilabelSpecificity
+from scopedmetrics.classification.stat_scores import MultilabelStatScores as MultilabelStatScores
+
+__all__ = [
+    "BinaryAUROC",
+    "BinaryAccuracy",
+    "BinaryAveragePrecision",
+    "BinaryCalibrationError",
+    "BinaryCohenKappa",
+    "BinaryConfusionMatrix",
+    "BinaryF1Score",
+    "BinaryFBetaScore",
+    "BinaryMatthewsCorrCoef",
+    "BinaryPrecision",
+    "BinaryPrecisionRecallCurve",
+    "BinaryROC",
+    "BinaryRecall",
+    "BinarySpecificity",
+    "BinaryStatScores",
+    "MulticlassAUROC",
+    "MulticlassAccuracy",
+    "MulticlassAveragePrecision",
+    "MulticlassCalibrationError",
+    "MulticlassCohenKappa",
+    "MulticlassConfusionMatrix",
+    "MulticlassF1Score",
+    "MulticlassFBetaScore",
+    "MulticlassMatthewsCorrCoef",
+    "MulticlassPrecision",
+    "MulticlassPrecisionRecallCurve",
+    "MulticlassROC",
+    "MulticlassRecall",
+    "MulticlassSpecificity",
+    "MulticlassStatScores",
+    "MultilabelAUROC",
+    "MultilabelAccuracy",
+    "MultilabelAveragePrecision",
+    "MultilabelConfusionMatrix",
+    "MultilabelF1Score",
+    "MultilabelFBetaScore",
+    "MultilabelMatthewsCorrCoef",
+    "MultilabelPrecision",
+    "MultilabelPrecisionRecallCurve",
+    "MultilabelROC",
+    "MultilabelRecall",
+    "MultilabelSpecificity",
+    "MultilabelStatScores",
+]

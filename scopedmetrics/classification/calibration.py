@@ -1,0 +1,135 @@
+"""Calibration error: how far predicted confidence is from observed accuracy, bin by bin.
+
+Confidences fall into ``n_bins`` equal-width bins of [0, 1] (the last bin is
+closed, so a confidence of exactly 1 lands in it). The state is three per-bin
+``"sum"`` tensors, so any split of the data reduces to the same bins:
+``bin_count`` and ``bin_correct`` (int64) and ``bin_confidence`` (float32, the
+sum of the confidences). ``norm`` picks the error: ``"l1"`` (expected
+calibration error), ``"l2"`` (root mean square) or ``"max"`` (maximum).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import torch
+
+from scopedmetrics.classification.inputs import (
+    binary_confidences,
+    bincount,
+    check_bool,
+    check_ignore_index,
+    check_int,
+    check_one_of,
+    multiclass_confidences,
+)
+from scopedmetrics.classification.stat_scores import safe_divide
+from scopedmetrics.metric import Metric
+from scopedmetrics.state import state, static
+
+_M = TypeVar("_M", bound=Metric)
+
+NORMS = ("l1", "l2", "max")
+
+
+def _init_bins(m: Any) -> None:
+    check_int(m, "n_bins", 1)
+    check_one_of(m, "norm", NORMS)
+    check_ignore_index(m)
+    check_bool(m, "validate_args")
+    object.__setattr__(m, "bin_count", torch.zeros(m.n_bins, dtype=torch.long))
+    object.__setattr__(m, "bin_confidence", torch.zeros(m.n_bins, dtype=torch.float32))
+    object.__setattr__(m, "bin_correct", torch.zeros(m.n_bins, dtype=torch.long))
+
+
+def _binned(m: _M, conf: torch.Tensor, correct: torch.Tensor, keep: torch.Tensor) -> _M:
+    """``m`` with the kept ``(conf, correct)`` pairs added to their bins."""
+    n = m.n_bins  # type: ignore[attr-defined]
+    edges = torch.linspace(0, 1, n + 1, dtype=conf.dtype, device=conf.device)
+    idx = (torch.bucketize(conf, edges, right=True) - 1).clamp(0, n - 1)
+    idx = torch.where(keep, idx, n)
+    conf_sum = torch.zeros(n + 1, dtype=conf.dtype, device=conf.device).scatter_add_(0, idx, conf)[:n]
+    return m.replace(
+        bin_count=m.bin_count + bincount(idx, n),  # type: ignore[attr-defined]
+        bin_confidence=m.bin_confidence + conf_sum.to(m.bin_confidence.dtype),  # type: ignore[attr-defined]
+        bin_correct=m.bin_correct + bincount(torch.where(correct, idx, n), n),  # type: ignore[attr-defined]
+    )
+
+
+def _calibration_error(m: Any) -> torch.Tensor:
+    count = m.bin_count
+    gap = (safe_divide(m.bin_correct, count) - safe_divide(m.bin_confidence, count)).abs()
+    if m.norm == "max":
+        return gap.max()
+    weight = safe_divide(count, count.sum())
+    if m.norm == "l1":
+        return (gap * weight).sum()
+    return (gap * gap * weight).sum().sqrt()
+
+
+class BinaryCalibrationError(Metric):
+    """Calibration error of a binary task: bin the positive-class probability, compare with the positive rate.
+
+    ``preds`` are probabilities, or logits (any value outside [0, 1]) put through a sigmoid.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.classification import BinaryCalibrationError
+        >>> m = BinaryCalibrationError(n_bins=2)
+        >>> m.update(torch.tensor([0.25, 0.25, 0.75, 0.75]), torch.tensor([0, 0, 1, 0])).compute()
+        tensor(0.2500)
+    """
+
+    bin_count: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
+    bin_confidence: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
+    bin_correct: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
+    n_bins: int = static(default=15)
+    norm: str = static(default="l1")
+    ignore_index: int | None = static(default=None)
+    validate_args: bool = static(default=True)
+
+    def __post_init__(self) -> None:
+        _init_bins(self)
+
+    def update(self, preds: torch.Tensor, target: torch.Tensor) -> BinaryCalibrationError:
+        """Fold in a batch: float ``preds`` and ``target`` in {0, 1} of the same shape ``(N, ...)``."""
+        return _binned(self, *binary_confidences(self, preds, target))
+
+    def compute(self) -> torch.Tensor:
+        return _calibration_error(self)
+
+
+class MulticlassCalibrationError(Metric):
+    """Top-label calibration error of a multiclass task: bin the top-1 probability, compare with accuracy.
+
+    ``preds`` are scores ``(N, C, ...)``: probabilities, or logits (any value outside [0, 1]) that
+    go through a softmax over dim 1.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.classification import MulticlassCalibrationError
+        >>> m = MulticlassCalibrationError(num_classes=3, n_bins=2, norm="max")
+        >>> preds = torch.tensor([[0.8, 0.1, 0.1], [0.3, 0.6, 0.1], [0.4, 0.3, 0.3]])
+        >>> m.update(preds, torch.tensor([0, 1, 1])).compute()
+        tensor(0.4000)
+    """
+
+    num_classes: int = static()
+    n_bins: int = static(default=15)
+    norm: str = static(default="l1")
+    ignore_index: int | None = static(default=None)
+    validate_args: bool = static(default=True)
+    bin_count: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
+    bin_confidence: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
+    bin_correct: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
+
+    def __post_init__(self) -> None:
+        check_int(self, "num_classes", 2)
+        _init_bins(self)
+
+    def update(self, preds: torch.Tensor, target: torch.Tensor) -> MulticlassCalibrationError:
+        """Fold in a batch: float scores ``(N, C, ...)`` and ``target`` labels ``(N, ...)``."""
+        return _binned(self, *multiclass_confidences(self, preds, target))
+
+    def compute(self) -> torch.Tensor:
+        return _calibration_error(self)

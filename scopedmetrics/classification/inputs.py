@@ -1,0 +1,358 @@
+"""Input checking and formatting shared by the classification metrics.
+
+Conventions follow TorchMetrics. ``preds`` holds either labels (an integer or
+bool tensor shaped like ``target``) or scores (a float tensor): probabilities,
+or logits when any value lies outside [0, 1], in which case a sigmoid (binary,
+multilabel) or a softmax over dim 1 (multiclass) is applied first. The choice
+between probabilities and logits is made per batch, on the whole batch.
+Extra dimensions ``...`` are flattened into the batch ("global" averaging).
+
+Every formatter returns flat tensors plus a ``keep`` mask that is ``False``
+where ``target == ignore_index``; masking instead of filtering keeps shapes
+independent of the data. Checks run only when the metric's ``validate_args``
+is true; every error names the metric and the argument at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+
+def config_error(owner: Any, arg: str, expected: str) -> ValueError:
+    """Build the error for a bad option, naming the metric, the argument, what it must be and what it is.
+
+    Example:
+        >>> from scopedmetrics.classification import BinaryAccuracy
+        >>> config_error(BinaryAccuracy(), "threshold", "below 0.4")
+        ValueError('BinaryAccuracy: argument `threshold` must be below 0.4, got 0.5')
+    """
+    value = getattr(owner, arg)
+    return ValueError(f"{type(owner).__name__}: argument `{arg}` must be {expected}, got {value!r}")
+
+
+def input_error(owner: Any, arg: str, problem: str, kind: type[Exception] = ValueError) -> Exception:
+    """Build the error for a bad batch, naming the metric's ``update``, the argument and the problem.
+
+    Example:
+        >>> from scopedmetrics.classification import BinaryAccuracy
+        >>> input_error(BinaryAccuracy(), "preds", "is empty", TypeError)
+        TypeError('BinaryAccuracy.update: argument `preds` is empty')
+    """
+    return kind(f"{type(owner).__name__}.update: argument `{arg}` {problem}")
+
+
+# -- configuration, checked in __post_init__ ---------------------------------
+
+
+def check_int(owner: Any, arg: str, minimum: int) -> None:
+    """Refuse a static field that is not an integer ``>= minimum``.
+
+    Example:
+        >>> from scopedmetrics.classification import MulticlassAccuracy
+        >>> MulticlassAccuracy(num_classes=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: MulticlassAccuracy: argument `num_classes` must be an integer >= 2, got 1
+    """
+    value = getattr(owner, arg)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise config_error(owner, arg, f"an integer >= {minimum}")
+
+
+def check_one_of(owner: Any, arg: str, allowed: Sequence[Any]) -> None:
+    """Refuse a static field whose value is not one of ``allowed``.
+
+    Example:
+        >>> from scopedmetrics.classification import BinaryCalibrationError
+        >>> BinaryCalibrationError(norm="l3")
+        Traceback (most recent call last):
+        ...
+        ValueError: BinaryCalibrationError: argument `norm` must be one of ('l1', 'l2', 'max'), got 'l3'
+    """
+    value = getattr(owner, arg)
+    if isinstance(value, (bool, torch.Tensor)) or value not in allowed:
+        raise config_error(owner, arg, f"one of {tuple(allowed)}")
+
+
+def check_threshold(owner: Any) -> None:
+    """Refuse a ``threshold`` that is not a number in [0, 1].
+
+    Example:
+        >>> from scopedmetrics.classification import BinaryRecall
+        >>> BinaryRecall(threshold=2.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: BinaryRecall: argument `threshold` must be a number in [0, 1], got 2.0
+    """
+    t = owner.threshold
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
+        raise config_error(owner, "threshold", "a number in [0, 1]")
+
+
+def check_ignore_index(owner: Any) -> None:
+    """Refuse an ``ignore_index`` that is neither ``None`` nor an integer.
+
+    Example:
+        >>> from scopedmetrics.classification import BinaryAccuracy
+        >>> BinaryAccuracy(ignore_index=0.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: BinaryAccuracy: argument `ignore_index` must be None or an integer, got 0.5
+    """
+    i = owner.ignore_index
+    if i is not None and (isinstance(i, bool) or not isinstance(i, int)):
+        raise config_error(owner, "ignore_index", "None or an integer")
+
+
+def check_bool(owner: Any, arg: str) -> None:
+    """Refuse a flag that is not a bool.
+
+    Example:
+        >>> from scopedmetrics.classification import BinaryAccuracy
+        >>> BinaryAccuracy(validate_args="yes")
+        Traceback (most recent call last):
+        ...
+        ValueError: BinaryAccuracy: argument `validate_args` must be a bool, got 'yes'
+    """
+    if not isinstance(getattr(owner, arg), bool):
+        raise config_error(owner, arg, "a bool")
+
+
+# -- tensor checks -----------------------------------------------------------
+
+
+def _tensor(owner: Any, arg: str, x: Any) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise input_error(owner, arg, f"must be a torch.Tensor, got {type(x).__name__}", TypeError)
+    if x.is_complex():
+        raise input_error(owner, arg, f"must be real, got {x.dtype}", TypeError)
+
+
+def _labels(owner: Any, arg: str, x: torch.Tensor) -> None:
+    if x.is_floating_point():
+        raise input_error(owner, arg, f"must hold integer labels, got {x.dtype}", TypeError)
+
+
+def _scores(owner: Any, preds: torch.Tensor) -> None:
+    problem = f"must hold float probabilities or logits, got {preds.dtype}"
+    raise input_error(owner, "preds", problem, TypeError)
+
+
+def _same_shape(owner: Any, preds: torch.Tensor, target: torch.Tensor) -> None:
+    if preds.shape != target.shape:
+        shapes = f"{tuple(preds.shape)} but `target` has {tuple(target.shape)}"
+        raise input_error(owner, "preds", f"has shape {shapes}; they must match")
+
+
+def _in_range(owner: Any, arg: str, x: torch.Tensor, high: int, ignore: int | None = None,
+              mask: torch.Tensor | None = None) -> None:
+    """Every value of ``x`` (where ``mask``) lies in [0, high], or equals ``ignore``."""
+    bad = (x < 0) | (x > high)
+    if ignore is not None:
+        bad &= x != ignore
+    if mask is not None:
+        bad &= mask
+    if bool(bad.any()):
+        found = torch.unique(x[bad])[:5].tolist()
+        also = f" other than ignore_index={ignore}" if ignore is not None else ""
+        raise input_error(owner, arg, f"has values outside [0, {high}]{also}: {found}")
+
+
+def _no_nan(owner: Any, preds: torch.Tensor, finite: bool = False) -> None:
+    bad = ~torch.isfinite(preds) if finite else torch.isnan(preds)
+    if bool(bad.any()):
+        raise input_error(owner, "preds", "contains " + ("non-finite values" if finite else "NaN"))
+
+
+def _binary_checks(owner: Any, preds: Any, target: Any, scores_only: bool = False) -> None:
+    _tensor(owner, "preds", preds)
+    _tensor(owner, "target", target)
+    _labels(owner, "target", target)
+    _same_shape(owner, preds, target)
+    _in_range(owner, "target", target, 1, owner.ignore_index)
+    if preds.is_floating_point():
+        _no_nan(owner, preds)
+    elif scores_only:
+        _scores(owner, preds)
+    else:
+        _in_range(owner, "preds", preds, 1)
+
+
+def _multiclass_checks(owner: Any, preds: Any, target: Any, scores_only: bool = False) -> None:
+    _tensor(owner, "preds", preds)
+    _tensor(owner, "target", target)
+    _labels(owner, "target", target)
+    c = owner.num_classes
+    if preds.is_floating_point():
+        if preds.ndim < 2 or preds.shape[:1] + preds.shape[2:] != target.shape:
+            shapes = f"got {tuple(preds.shape)} and {tuple(target.shape)}"
+            problem = f"holds scores, so it must be (N, C, ...) for `target` of shape (N, ...); {shapes}"
+            raise input_error(owner, "preds", problem)
+        if preds.shape[1] != c:
+            problem = f"has {preds.shape[1]} scores in dim 1, expected num_classes={c}"
+            raise input_error(owner, "preds", problem)
+        _no_nan(owner, preds, finite=scores_only)
+    elif scores_only:
+        _scores(owner, preds)
+    else:
+        _same_shape(owner, preds, target)
+        if getattr(owner, "top_k", 1) > 1:
+            problem = f"holds labels, but top_k={owner.top_k} needs scores (N, C, ...)"
+            raise input_error(owner, "preds", problem)
+    _in_range(owner, "target", target, c - 1, owner.ignore_index)
+    if not preds.is_floating_point():
+        keep = None if owner.ignore_index is None else target != owner.ignore_index
+        _in_range(owner, "preds", preds, c - 1, mask=keep)
+
+
+def _multilabel_checks(owner: Any, preds: Any, target: Any) -> None:
+    _tensor(owner, "preds", preds)
+    _tensor(owner, "target", target)
+    _labels(owner, "target", target)
+    _same_shape(owner, preds, target)
+    n = owner.num_labels
+    if preds.ndim < 2 or preds.shape[1] != n:
+        problem = f"must have shape (N, {n}, ...) for num_labels={n}, got {tuple(preds.shape)}"
+        raise input_error(owner, "preds", problem)
+    _in_range(owner, "target", target, 1, owner.ignore_index)
+    if preds.is_floating_point():
+        _no_nan(owner, preds)
+    else:
+        _in_range(owner, "preds", preds, 1)
+
+
+# -- formatting --------------------------------------------------------------
+
+
+def _keep(owner: Any, target: torch.Tensor) -> torch.Tensor:
+    if owner.ignore_index is None:
+        return torch.ones_like(target, dtype=torch.bool)
+    return target != owner.ignore_index
+
+
+def _probabilities(preds: torch.Tensor, normalize: str) -> torch.Tensor:
+    """``preds`` as probabilities: unchanged when all in [0, 1], else through sigmoid/softmax."""
+    if bool(((preds >= 0) & (preds <= 1)).all()):
+        return preds
+    return preds.sigmoid() if normalize == "sigmoid" else preds.softmax(1)
+
+
+def _thresholded(owner: Any, preds: torch.Tensor) -> torch.Tensor:
+    if preds.is_floating_point():
+        return _probabilities(preds, "sigmoid") > owner.threshold
+    return preds.bool()
+
+
+_Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def binary_labels(owner: Any, preds: Any, target: Any) -> _Batch:
+    """Flat bool ``(preds, target, keep)`` of a binary batch; float preds are thresholded.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.classification import BinaryAccuracy
+        >>> binary_labels(BinaryAccuracy(), torch.tensor([0.2, 0.7]), torch.tensor([0, 1]))
+        (tensor([False,  True]), tensor([False,  True]), tensor([True, True]))
+    """
+    if owner.validate_args:
+        _binary_checks(owner, preds, target)
+    keep = _keep(owner, target).reshape(-1)
+    return _thresholded(owner, preds).reshape(-1), (target == 1).reshape(-1), keep
+
+
+def multilabel_labels(owner: Any, preds: Any, target: Any) -> _Batch:
+    """Bool ``(preds, target, keep)`` of shape ``(M, num_labels)``; float preds are thresholded.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.classification import MultilabelAccuracy
+        >>> p, t, keep = multilabel_labels(MultilabelAccuracy(num_labels=2), torch.tensor([[0.9, 0.1]]),
+        ...                                torch.tensor([[1, 1]]))
+        >>> p
+        tensor([[ True, False]])
+    """
+    if owner.validate_args:
+        _multilabel_checks(owner, preds, target)
+    n = owner.num_labels
+
+    def rows(x: torch.Tensor) -> torch.Tensor:
+        return x.movedim(1, -1).reshape(-1, n)
+
+    return rows(_thresholded(owner, preds)), rows(target == 1), rows(_keep(owner, target))
+
+
+def multiclass_labels(owner: Any, preds: Any, target: Any) -> _Batch:
+    """Flat int64 ``(preds, target)`` and bool ``keep`` of a multiclass batch.
+
+    Scores become labels by argmax; with ``top_k > 1`` a sample's label is its
+    target when the target is among the ``top_k`` highest scores, else the
+    argmax (TorchMetrics' convention), so each sample still predicts one class.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.classification import MulticlassAccuracy
+        >>> scores = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.2, 0.7]])
+        >>> multiclass_labels(MulticlassAccuracy(num_classes=3, top_k=2), scores, torch.tensor([1, 0]))
+        (tensor([1, 2]), tensor([1, 0]), tensor([True, True]))
+    """
+    if owner.validate_args:
+        _multiclass_checks(owner, preds, target)
+    t = target.reshape(-1).long()
+    keep = _keep(owner, t)
+    if not preds.is_floating_point():
+        return preds.reshape(-1).long(), t, keep
+    scores = preds.movedim(1, -1).reshape(-1, owner.num_classes)
+    k = getattr(owner, "top_k", 1)
+    if k == 1:
+        return scores.argmax(1), t, keep
+    top = scores.topk(k, dim=1).indices
+    hit = (top == t[:, None]).any(1)
+    return torch.where(hit, t, top[:, 0]), t, keep
+
+
+def binary_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
+    """Flat ``(probability of the positive class, target is positive, keep)`` of a binary batch.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.classification import BinaryCalibrationError
+        >>> binary_confidences(BinaryCalibrationError(), torch.tensor([0.0, 2.0]), torch.tensor([0, 1]))
+        (tensor([0.5000, 0.8808]), tensor([False,  True]), tensor([True, True]))
+    """
+    if owner.validate_args:
+        _binary_checks(owner, preds, target, scores_only=True)
+    keep = _keep(owner, target).reshape(-1)
+    return _probabilities(preds, "sigmoid").reshape(-1), (target == 1).reshape(-1), keep
+
+
+def multiclass_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
+    """Flat ``(top-1 probability, top-1 is the target, keep)`` of a multiclass batch.
+
+    Example:
+        >>> import torch
+        >>> from scopedmetrics.classification import MulticlassCalibrationError
+        >>> m = MulticlassCalibrationError(num_classes=2)
+        >>> multiclass_confidences(m, torch.tensor([[0.8, 0.2], [0.4, 0.6]]), torch.tensor([0, 0]))
+        (tensor([0.8000, 0.6000]), tensor([ True, False]), tensor([True, True]))
+    """
+    if owner.validate_args:
+        _multiclass_checks(owner, preds, target, scores_only=True)
+    t = target.reshape(-1).long()
+    probs = _probabilities(preds, "softmax").movedim(1, -1).reshape(-1, owner.num_classes)
+    conf, label = probs.max(1)
+    return conf, label == t, _keep(owner, t)
+
+
+def bincount(index: torch.Tensor, size: int) -> torch.Tensor:
+    """int64 counts of each value in ``[0, size)``; the value ``size`` marks a masked entry and is dropped.
+
+    Example:
+        >>> import torch
+        >>> bincount(torch.tensor([0, 2, 2, 3]), 3)
+        tensor([1, 0, 2])
+    """
+    return torch.bincount(index.reshape(-1), minlength=size + 1)[:size]

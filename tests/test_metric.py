@@ -1,0 +1,209 @@
+"""The metric base: pytree view, immutability, merge, reduce mark, state dicts."""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import optree
+import pytest
+import torch
+
+import scopedmetrics as sm
+
+
+class MeanSquaredError(sm.Metric):
+    sum_sq: torch.Tensor = sm.state("sum", default=0.0)
+    count: torch.Tensor = sm.state("sum", default=0)
+    squared: bool = sm.static(default=True)
+
+    def update(self, preds: torch.Tensor, target: torch.Tensor) -> MeanSquaredError:
+        diff = preds - target
+        return self.replace(sum_sq=self.sum_sq + (diff * diff).sum(), count=self.count + diff.numel())
+
+    def compute(self) -> torch.Tensor:
+        mse = self.sum_sq / self.count
+        return mse if self.squared else mse.sqrt()
+
+
+class Bins(sm.Metric):
+    """A dict state and a nested metric, to check paths and per-leaf ops."""
+
+    bins: dict = sm.state("max", default=lambda: {"a": torch.tensor(0.0), "b": torch.zeros(2)})
+    inner: MeanSquaredError = sm.state(default=MeanSquaredError)
+    rows: torch.Tensor = sm.state("cat")
+
+    def update(self, x: torch.Tensor) -> Bins:
+        bins = {"a": torch.maximum(self.bins["a"], x.max()), "b": torch.maximum(self.bins["b"], x[:2])}
+        return self.replace(bins=bins, inner=self.inner.update(x, torch.zeros_like(x)), rows=torch.cat([self.rows, x]))
+
+    def compute(self) -> dict:
+        return {"a": self.bins["a"], "mse": self.inner.compute(), "n": self.rows.numel()}
+
+
+def test_defaults_follow_torch_tensor_dtypes() -> None:
+    m = MeanSquaredError()
+    assert m.sum_sq.dtype == torch.float32 and m.count.dtype == torch.int64
+    assert sm.Max().max_value.item() == float("-inf")
+    assert sm.Min().min_value.item() == float("inf")
+    assert sm.Cat().value.shape == (0,) and sm.Cat().value.dtype == torch.float32
+
+
+def test_leaves_are_exactly_the_states_and_tree_map_keeps_type() -> None:
+    m = MeanSquaredError(squared=False).update(torch.ones(3), torch.zeros(3))
+    leaves = optree.tree_leaves(m, namespace=sm.NAMESPACE)
+    assert len(leaves) == 2 and leaves[0] is m.sum_sq and leaves[1] is m.count
+    doubled = optree.tree_map(lambda t: t * 2, m, namespace=sm.NAMESPACE)
+    assert type(doubled) is MeanSquaredError and doubled.squared is False
+    assert doubled.sum_sq.item() == 6.0
+
+
+def test_static_config_is_in_structure_not_leaves() -> None:
+    a = optree.tree_structure(MeanSquaredError(squared=True), namespace=sm.NAMESPACE)
+    b = optree.tree_structure(MeanSquaredError(squared=False), namespace=sm.NAMESPACE)
+    assert a != b
+
+
+def test_update_returns_new_metric_and_leaves_old_unchanged() -> None:
+    m = MeanSquaredError()
+    m2 = m.update(torch.ones(2), torch.zeros(2))
+    assert m.sum_sq.item() == 0.0 and m2.sum_sq.item() == 2.0
+    with pytest.raises(Exception):
+        m.sum_sq = torch.tensor(1.0)  # type: ignore[misc]
+
+
+def test_merge_reset_identity_and_mismatch() -> None:
+    m = MeanSquaredError().update(torch.tensor([1.0, 2.0]), torch.zeros(2))
+    same = m.merge(m.reset())
+    assert torch.equal(same.sum_sq, m.sum_sq) and torch.equal(same.count, m.count)
+    with pytest.raises(ValueError, match="MeanSquaredError.merge: configurations differ: squared"):
+        m.merge(MeanSquaredError(squared=False))
+    with pytest.raises(TypeError, match="cannot merge with Sum"):
+        m.merge(sm.Sum())  # type: ignore[arg-type]
+
+
+def test_merge_refuses_shapes_that_would_broadcast() -> None:
+    m = sm.Sum()
+    other = m.replace(sum_value=torch.zeros(3))
+    with pytest.raises(ValueError, match="Sum.merge: state 'sum_value'"):
+        m.merge(other)
+
+
+def test_nested_states_take_their_ops_and_paths() -> None:
+    m = Bins().update(torch.tensor([1.0, 3.0, 2.0]))
+    assert set(m.state_dict()) == {"bins.a", "bins.b", "inner.sum_sq", "inner.count", "rows"}
+    merged = m.merge(Bins().update(torch.tensor([5.0, 0.0])))
+    assert merged.bins["a"].item() == 5.0  # max, from the field
+    assert merged.inner.count.item() == 5  # sum, from the nested metric's own declaration
+    assert merged.rows.tolist() == [1.0, 3.0, 2.0, 5.0, 0.0]
+
+
+def test_compute_reduces_exactly_once_even_with_nested_and_super_calls() -> None:
+    calls = []
+
+    def counting(t: torch.Tensor, op: str) -> torch.Tensor:
+        calls.append(op)
+        return t
+
+    class Rooted(MeanSquaredError):
+        def compute(self) -> torch.Tensor:
+            return super().compute().sqrt()
+
+    m = Rooted().update(torch.tensor([3.0]), torch.zeros(1))
+    with sm.use_reducer(counting):
+        assert m.compute().item() == pytest.approx(3.0)
+    assert calls == ["sum", "sum"]  # one call per leaf, no second reduction
+    calls.clear()
+    with sm.use_reducer(counting):
+        Bins().update(torch.ones(2)).compute()
+    assert sorted(calls) == sorted(["max", "max", "sum", "sum", "cat"])
+
+
+def test_reduce_marks_and_update_clears_the_mark() -> None:
+    calls = []
+    m = MeanSquaredError().update(torch.ones(1), torch.zeros(1))
+    with sm.use_reducer(lambda t, op: calls.append(op) or t):
+        r = m.reduce()
+        assert r._reduced and r.reduce() is r
+        r.compute()
+        assert len(calls) == 2
+        assert not r.update(torch.ones(1), torch.ones(1))._reduced
+        assert not r.merge(m)._reduced and not r.reset()._reduced
+    assert optree.tree_structure(r, namespace=sm.NAMESPACE) != optree.tree_structure(m, namespace=sm.NAMESPACE)
+
+
+def test_compute_never_changes_the_metric() -> None:
+    m = MeanSquaredError().update(torch.ones(2), torch.zeros(2))
+    with sm.use_reducer(lambda t, op: t * 10):
+        assert m.compute().item() == pytest.approx(1.0)
+    assert m.sum_sq.item() == 2.0 and not m._reduced
+
+
+def test_forward_returns_batch_value_locally_and_accumulates() -> None:
+    calls = []
+    m = MeanSquaredError().update(torch.tensor([2.0]), torch.zeros(1))
+    with sm.use_reducer(lambda t, op: calls.append(op) or t):
+        m2, batch_value = m.forward(torch.tensor([1.0, 1.0]), torch.zeros(2))
+    assert calls == []
+    assert batch_value.item() == 1.0
+    assert m2.count.item() == 3 and m2.sum_sq.item() == 6.0
+
+
+def test_to_casts_every_state() -> None:
+    m = MeanSquaredError().update(torch.ones(2), torch.zeros(2)).to(torch.float64)
+    assert m.sum_sq.dtype == torch.float64 and m.count.dtype == torch.float64
+
+
+def test_replace_rejects_unknown_fields() -> None:
+    with pytest.raises(TypeError, match="MeanSquaredError.replace: unknown field"):
+        MeanSquaredError().replace(nope=1)
+
+
+def test_state_dict_round_trip_and_refusals() -> None:
+    m = Bins().update(torch.tensor([1.0, 3.0, 2.0]))
+    sd = m.state_dict()
+    back = Bins().load_state_dict(sd)
+    assert back.rows.tolist() == [1.0, 3.0, 2.0] and back.inner.sum_sq.item() == 14.0
+    longer = dict(sd, rows=torch.arange(5.0))  # dim 0 of a cat leaf may differ
+    assert Bins().load_state_dict(longer).rows.numel() == 5
+    with pytest.raises(ValueError, match="missing keys \\['rows'\\]"):
+        Bins().load_state_dict({k: v for k, v in sd.items() if k != "rows"})
+    with pytest.raises(ValueError, match="unexpected keys \\['extra'\\]"):
+        Bins().load_state_dict(dict(sd, extra=torch.zeros(1)))
+    with pytest.raises(ValueError, match="'inner.count' has dtype torch.float32"):
+        Bins().load_state_dict(dict(sd, **{"inner.count": torch.tensor(1.0)}))
+    with pytest.raises(ValueError, match="'bins.b' has shape \\(3,\\)"):
+        Bins().load_state_dict(dict(sd, **{"bins.b": torch.zeros(3)}))
+
+
+def test_pickle_and_torch_save_round_trip() -> None:
+    m = Bins().update(torch.tensor([1.0, 2.0])).reduce()
+    again = pickle.loads(pickle.dumps(m))
+    assert again._reduced and again.rows.tolist() == [1.0, 2.0]
+    buf = io.BytesIO()
+    torch.save(m, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    assert type(loaded) is Bins and loaded.compute()["n"] == 2
+
+
+def test_state_without_op_requires_a_merge() -> None:
+    with pytest.raises(TypeError, match="declare no reduce op"):
+
+        class Broken(sm.Metric):
+            x: torch.Tensor = sm.state(default=0.0)
+
+
+def test_state_default_kinds() -> None:
+    class Kinds(sm.Metric):
+        a: torch.Tensor = sm.state("sum", default=torch.ones(2))
+        b: torch.Tensor = sm.state("prod")
+        c: torch.Tensor = sm.state("sum", default=lambda: torch.zeros(3, dtype=torch.int32))
+
+    k = Kinds()
+    assert k.a.tolist() == [1.0, 1.0] and k.b.item() == 1.0 and k.c.dtype == torch.int32
+    assert Kinds().a is not k.a  # every instance gets its own tensor
+    with pytest.raises(ValueError, match="unknown reduce op 'mean'"):
+        sm.state("mean")
+    with pytest.raises(TypeError, match="state default must be"):
+        sm.state("sum", default="zero")

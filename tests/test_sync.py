@@ -1,0 +1,363 @@
+"""Cross-participant reduction: values, cat shards, subgroups, call counts, agreement.
+
+Every test taking ``world`` runs its body twice: in ``sm.simulate`` threads and
+in real ``torch.distributed`` gloo processes on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+
+import scopedmetrics as sm
+from scopedmetrics.comm import Comm
+from scopedmetrics.reducers import Collective
+
+
+class MeanSquaredError(sm.Metric):
+    sum_sq: torch.Tensor = sm.state("sum", default=0.0)
+    count: torch.Tensor = sm.state("sum", default=0)
+    squared: bool = sm.static(default=True)
+
+    def update(self, preds: torch.Tensor, target: torch.Tensor) -> MeanSquaredError:
+        diff = preds - target
+        return self.replace(sum_sq=self.sum_sq + (diff * diff).sum(), count=self.count + diff.numel())
+
+    def compute(self) -> torch.Tensor:
+        mse = self.sum_sq / self.count
+        return mse if self.squared else mse.sqrt()
+
+
+class RunningVariance(sm.Metric):
+    """Count, mean and M2 merged with Chan's formula: a whole-state merge."""
+
+    n: torch.Tensor = sm.state(default=0.0)
+    mean: torch.Tensor = sm.state(default=0.0)
+    m2: torch.Tensor = sm.state(default=0.0)
+
+    def update(self, x: torch.Tensor) -> RunningVariance:
+        x = x.double().float()
+        if x.numel() == 0:
+            return self.replace()
+        batch = RunningVariance(n=torch.tensor(float(x.numel())), mean=x.mean(), m2=((x - x.mean()) ** 2).sum())
+        return self.merge(batch)
+
+    def merge(self, other: RunningVariance) -> RunningVariance:
+        n = self.n + other.n
+        if float(n) == 0:
+            return self.replace()
+        delta = other.mean - self.mean
+        mean = self.mean + delta * other.n / n
+        m2 = self.m2 + other.m2 + delta**2 * self.n * other.n / n
+        return self.replace(n=n, mean=mean, m2=m2)
+
+    def compute(self) -> torch.Tensor:
+        return self.m2 / self.n
+
+
+# -- rank bodies (module level, so gloo workers can import them) -------------
+
+
+def rmse_case(rank: int) -> float:
+    per_sample = 20.0 if rank == 0 else 10.0  # SSE 200 and 100, ten samples each
+    m = MeanSquaredError(squared=False).update(torch.full((10,), math.sqrt(per_sample)), torch.zeros(10))
+    return float(m.compute())
+
+
+def cat_case(rank: int, trailing: tuple[int, ...]) -> torch.Tensor:
+    rows = torch.arange(rank * 2 * int(np.prod(trailing)), dtype=torch.float32).reshape(rank * 2, *trailing)
+    m = sm.Cat()
+    if rows.shape[0]:
+        m = m.update(rows + 100 * rank)
+    return m.compute()
+
+
+def empty_joins_case(rank: int) -> torch.Tensor:
+    m = sm.Cat()  # float32, shape (0,)
+    if rank == 1:
+        m = m.update(torch.ones(3, 2, dtype=torch.int64))
+    return m.compute()
+
+
+def variance_case(rank: int, data: torch.Tensor, bounds: list[int]) -> float:
+    return float(RunningVariance().update(data[bounds[rank] : bounds[rank + 1]]).compute())
+
+
+def plain_function_case(rank: int, data: torch.Tensor, bounds: list[int]) -> tuple[float, float]:
+    inner = sm.get_reducer()
+    shard = data[bounds[rank] : bounds[rank + 1]]
+    with sm.use_reducer(lambda t, op: inner(t, op)):  # a plain function over the same world
+        var = float(RunningVariance().update(shard).compute())
+        total = float(sm.Sum().update(shard).compute())
+    return var, total
+
+
+def subgroup_case(rank: int, keys: list[Any]) -> tuple[float, float, int]:
+    m = sm.Sum().update(torch.tensor([float(rank + 1)]))
+    split = sm.subgroup(keys[rank])
+    with sm.use_reducer(split):
+        per_group = float(m.compute())
+    overall = float(m.compute())
+    size = getattr(split, "size", 1)
+    return per_group, overall, size
+
+
+def nested_subgroup_case(rank: int) -> tuple[float, float, float]:
+    m = sm.Sum().update(torch.tensor([float(2**rank)]))
+    with sm.use_reducer(sm.subgroup(rank < 3)):  # {0,1,2} and {3}
+        outer = float(m.compute())
+        with sm.use_reducer(sm.subgroup(rank % 2)):  # {0,2}, {1} and {3}
+            inner = float(m.compute())
+        again = float(m.compute())
+    assert outer == again
+    with sm.use_reducer(sm.subgroup(rank < 3)):  # the same split again reuses the group
+        assert float(m.compute()) == outer
+    return outer, inner, float(m.compute())
+
+
+class CountingComm(Comm):
+    """Delegates to a communicator and counts the collectives issued."""
+
+    def __init__(self, inner: Comm) -> None:
+        self.inner, self.calls = inner, []
+
+    rank = property(lambda self: self.inner.rank)  # type: ignore[assignment]
+    size = property(lambda self: self.inner.size)  # type: ignore[assignment]
+    timeout = property(lambda self: self.inner.timeout)  # type: ignore[assignment]
+
+    def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        self.calls.append("all_gather")
+        return self.inner.all_gather(tensor)
+
+    def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        self.calls.append(f"all_reduce:{op}")
+        return self.inner.all_reduce(tensor, op)
+
+    def subcomm(self, members: list[int]) -> Comm:
+        return self.inner.subcomm(members)
+
+
+def _torch_calls(fn: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """Run ``fn`` counting every torch.distributed collective it issues."""
+    calls: list[str] = []
+    names = ["all_gather", "all_reduce", "all_gather_into_tensor", "broadcast", "barrier", "all_gather_object",
+             "gather", "scatter", "reduce", "all_to_all", "broadcast_object_list"]
+    saved = {n: getattr(dist, n) for n in names}
+    for n in names:
+        setattr(dist, n, (lambda name, f: lambda *a, **k: calls.append(name) or f(*a, **k))(n, saved[n]))
+    try:
+        return fn(), calls
+    finally:
+        for n, f in saved.items():
+            setattr(dist, n, f)
+
+
+def ten_metrics(num: int) -> sm.Collection:
+    kinds: list[Callable[[], sm.Metric]] = [sm.Sum, sm.Mean, sm.Max, sm.Min, sm.Cat, MeanSquaredError]
+    return sm.Collection({f"m{i}": kinds[i % len(kinds)]() for i in range(num)})
+
+
+def count_case(rank: int, num: int) -> tuple[list[str], list[str], dict[str, Any]]:
+    counting = CountingComm(sm.get_reducer().comm)
+    c = ten_metrics(num)
+    x = torch.arange(float(rank * 3))
+    c = _update_all(c, x)
+    with sm.use_reducer(Collective(counting)):
+        values, torch_calls = _torch_calls(c.compute)
+    return counting.calls, torch_calls, values
+
+
+def _update_all(c: sm.Collection, x: torch.Tensor) -> sm.Collection:
+    new = {}
+    for name in c.keys():
+        m = c[name]
+        new[name] = m.update(x, torch.zeros_like(x)) if isinstance(m, MeanSquaredError) else m.update(x)
+    return c.replace(**new)
+
+
+def disagree_case(rank: int, what: str) -> Any:
+    if what == "config":
+        m = MeanSquaredError(squared=rank == 0)
+    elif what == "type":
+        m = sm.Sum() if rank == 0 else sm.Max()
+    elif what == "dtype":
+        m = sm.Sum().replace(sum_value=torch.tensor(0.0, dtype=torch.float64 if rank == 1 else torch.float32))
+    elif what == "shape":
+        m = sm.Sum().replace(sum_value=torch.zeros(2 if rank == 1 else 3))
+    elif what == "keys":
+        m = sm.Collection({"a": sm.Sum(), ("b" if rank == 1 else "c"): sm.Sum()})
+    elif what == "cat_rows":
+        m = sm.Cat().update(torch.ones(2, 3 if rank == 1 else 4))
+    else:
+        raise AssertionError(what)
+    return m.compute()
+
+
+def timeout_case(rank: int) -> Any:
+    if rank == 1:
+        return "skipped compute"
+    if dist.is_initialized():
+        with sm.use_reducer(sm.distributed(timeout=1.5)):
+            return sm.Sum().compute()
+    return sm.Sum().compute()  # simulate: the world's own timeout applies
+
+
+# -- the tests ---------------------------------------------------------------
+
+
+def test_rmse_is_reduced_before_the_square_root(world: Any) -> None:
+    values = world.run(rmse_case, 2)
+    assert values == pytest.approx([math.sqrt(300 / 20)] * 2, abs=1e-6)
+    assert values[0] == pytest.approx(3.873, abs=1e-3)
+    # The per-rank mean is (sqrt(20) + sqrt(10)) / 2 = 3.817 (quoted elsewhere as 3.815): wrong either way.
+    per_rank_mean = (math.sqrt(20) + math.sqrt(10)) / 2
+    assert per_rank_mean == pytest.approx(3.817, abs=1e-3) and abs(values[0] - per_rank_mean) > 0.05
+
+
+def test_default_reducer_under_gloo_is_distributed() -> None:
+    from conftest import gloo_world
+
+    assert gloo_world(2).run(_default_repr) == ["Collective(distributed)"] * 2
+
+
+def _default_repr(rank: int) -> str:
+    r = sm.get_reducer()
+    return f"{type(r).__name__}({'distributed' if r.comm.__class__.__name__ == 'TorchComm' else '?'})"
+
+
+@pytest.mark.parametrize("trailing", [(), (3,)])
+def test_cat_uneven_and_empty_shards_keep_rank_order(world: Any, trailing: tuple[int, ...]) -> None:
+    values = world.run(cat_case, 3, trailing)
+    expected = torch.cat([_rows(r, trailing) for r in range(3)])
+    for v in values:
+        assert torch.equal(v, expected)
+    assert values[0].shape[0] == 0 + 2 + 4
+
+
+def _rows(rank: int, trailing: tuple[int, ...]) -> torch.Tensor:
+    n = rank * 2
+    return torch.arange(n * int(np.prod(trailing)), dtype=torch.float32).reshape(n, *trailing) + 100 * rank
+
+
+def test_empty_cat_leaf_joins_others_dtype_and_shape(world: Any) -> None:
+    for v in world.run(empty_joins_case, 3):
+        assert v.dtype == torch.int64 and v.shape == (3, 2)
+
+
+def test_whole_state_merge_folds_in_rank_order(world: Any) -> None:
+    data = torch.randn(40) * 3 + 1000
+    bounds = [0, 0, 17, 40]  # rank 0 empty
+    for v in world.run(variance_case, 3, data, bounds):
+        assert v == pytest.approx(float(np.var(data.numpy())), rel=1e-4)
+
+
+def test_plain_function_reducer_handles_leaves_and_whole_state_merges(world: Any) -> None:
+    data = torch.randn(30)
+    bounds = [0, 11, 11, 30]
+    for var, total in world.run(plain_function_case, 3, data, bounds):
+        assert var == pytest.approx(float(np.var(data.numpy())), rel=1e-4)
+        assert total == pytest.approx(float(data.sum()), abs=1e-4)
+
+
+def test_subgroups_of_unequal_sizes(world: Any) -> None:
+    keys = ["en", "de", "en", "en"]
+    values = world.run(subgroup_case, 4, keys)
+    assert [v[0] for v in values] == [1 + 3 + 4, 2.0, 1 + 3 + 4, 1 + 3 + 4]
+    assert all(v[1] == 10.0 for v in values)
+    assert [v[2] for v in values] == [3, 1, 3, 3]  # the single-member group is local()
+
+
+def test_nested_subgroups(world: Any) -> None:
+    values = world.run(nested_subgroup_case, 4)
+    assert [v[0] for v in values] == [7.0, 7.0, 7.0, 8.0]
+    assert [v[1] for v in values] == [5.0, 2.0, 5.0, 8.0]
+    assert all(v[2] == 15.0 for v in values)
+
+
+def test_collective_count_does_not_grow_with_members(world: Any) -> None:
+    few = world.run(count_case, 3, 10)
+    many = world.run(count_case, 3, 30)
+    for calls, torch_calls, _ in few + many:
+        # header + cat payload + buckets: (sum, float32), (sum, int64), (max, float32), (min, float32)
+        assert calls.count("all_gather") == 2
+        assert sorted(c for c in calls if c.startswith("all_reduce")) == sorted(
+            ["all_reduce:sum", "all_reduce:sum", "all_reduce:max", "all_reduce:min"]
+        )
+        if world.kind == "gloo":
+            assert len(torch_calls) == len(calls) == 6
+    x = torch.cat([torch.arange(float(r * 3)) for r in range(3)])
+    values = few[0][2]
+    assert values["m0"].item() == pytest.approx(float(x.sum()))
+    assert values["m2"].item() == pytest.approx(float(x.max()))
+    assert torch.equal(values["m4"], x)
+
+
+@pytest.mark.parametrize(
+    ("what", "needle"),
+    [
+        ("config", "squared=False"),
+        ("type", "Max"),
+        ("dtype", "torch.float64"),
+        ("shape", "(2,)"),
+        ("keys", "Collection(a, b)"),
+        ("cat_rows", "rows of shape"),
+    ],
+)
+def test_disagreeing_ranks_all_raise_sync_error(world: Any, what: str, needle: str) -> None:
+    outcomes = world.results(disagree_case, 2, what)
+    for ok, err in outcomes:
+        assert not ok and isinstance(err, sm.SyncError), err
+        assert needle in str(err) and "rank" in str(err)
+
+
+def test_a_rank_that_never_arrives_makes_the_others_fail(world: Any) -> None:
+    if world.kind == "simulate":
+        outcomes = _simulate_with_timeout()
+    else:
+        outcomes = world.results(timeout_case, 2, timeout=60)
+    ok0, err0 = outcomes[0]
+    assert not ok0 and isinstance(err0, sm.SyncError)
+    assert outcomes[1] == (True, "skipped compute")
+
+
+def _simulate_with_timeout() -> list[tuple[bool, Any]]:
+    from worlds import simulate_results
+
+    return simulate_results(timeout_case, 2, timeout=1.0)
+
+
+def test_reduce_and_compute_take_any_tree_in_one_pass() -> None:
+    def body(rank: int) -> tuple[Any, list[str]]:
+        counting = CountingComm(sm.get_reducer().comm)
+        tree = {"loss": sm.Mean().update(torch.tensor([float(rank)])), "cls": [sm.Sum(), sm.Max().update(torch.tensor([rank * 1.0]))]}
+        with sm.use_reducer(Collective(counting)):
+            return sm.compute(tree), counting.calls
+
+    for values, calls in sm.simulate(body, 3):
+        assert values["loss"].item() == pytest.approx(1.0)
+        assert values["cls"][1].item() == 2.0
+        assert calls == ["all_gather", "all_reduce:sum", "all_reduce:max"]
+
+
+def test_simulate_reraises_the_original_exception() -> None:
+    def body(rank: int) -> Any:
+        if rank == 2:
+            raise KeyError("bad shard")
+        return sm.Sum().compute()
+
+    with pytest.raises(KeyError, match="bad shard"):
+        sm.simulate(body, 3, timeout=30)
+
+
+def test_subgroup_keys_must_pickle() -> None:
+    def body(rank: int) -> Any:
+        return sm.subgroup(lambda: rank)
+
+    with pytest.raises(TypeError, match="subgroup keys must pickle"):
+        sm.simulate(body, 2)
