@@ -45,7 +45,12 @@ class Collection(Metric):
                 raise ValueError(f"Collection: member names must be identifiers, got {name!r}")
             if not isinstance(m, Metric):
                 raise TypeError(f"Collection: member {name!r} is {type(m).__name__}, not a Metric")
-        self.__dict__.update(_members=members, _shared=_share_groups(members))
+        shared = _share_groups(members)
+        for names, fields in shared:  # members that share an update share its tensors from the start
+            lead = members[names[0]]
+            for other in names[1:]:
+                members[other] = members[other]._rebuild({f: getattr(lead, f) for f in fields})
+        self.__dict__.update(_members=members, _shared=shared)
 
     # -- the pytree view --------------------------------------------------
 

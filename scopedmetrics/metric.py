@@ -313,9 +313,14 @@ def _combine(owner: Metric, name: str, op: str | None, a: torch.Tensor, b: torch
 
 
 def _free_shape_leaves(m: Metric) -> list[bool]:
-    """Per leaf, in tree order: whether its shape may differ (``cat`` or whole-merge states)."""
+    """Per leaf, in tree order: whether its dim 0 may differ from this metric's.
+
+    True for ``cat`` leaves, and for leaves of a whole-state merge that start
+    empty along dim 0; every other shape is fixed by the configuration.
+    """
     if m._whole_merge:
-        return [True] * len(optree.tree_leaves(m, namespace=NAMESPACE))
+        fresh = optree.tree_leaves(m.reset(), namespace=NAMESPACE)
+        return [t.ndim > 0 and t.shape[0] == 0 for t in fresh]
     out: list[bool] = []
     for _, value, op in m._state_items():
         for x in optree.tree_leaves(value, is_leaf=_is_metric, namespace=NAMESPACE):

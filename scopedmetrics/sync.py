@@ -40,6 +40,7 @@ class _Walk:
     merge_at: list[int] = dataclasses.field(default_factory=list)  # merge unit -> flat index
     flat: list[torch.Tensor] = dataclasses.field(default_factory=list)  # every leaf, in tree order
     desc: list[str] = dataclasses.field(default_factory=list)
+    seen: dict[int, str] = dataclasses.field(default_factory=dict)  # id(leaf) -> first path
 
 
 def is_metric(x: Any) -> bool:
@@ -80,7 +81,8 @@ def _walk(m: Metric, prefix: str, w: _Walk) -> None:
             w.ops.append(op)
             w.paths.append(p)
             shape = "" if op == "cat" else f" {x.dtype} {tuple(x.shape)}"
-            w.desc.append(f"{p}: {op}{shape}")
+            alias = w.seen.setdefault(id(x), p)  # shared states travel once: say so, so ranks agree
+            w.desc.append(f"{p}: {op}{shape}" + (f" = {alias}" if alias != p else ""))
 
 
 def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Reducer) -> list[Metric]:
@@ -224,7 +226,7 @@ def _join_cat(path: str, parts: list[torch.Tensor], mine: torch.Tensor) -> torch
     for r, p in full[1:]:
         if p.dtype != p0.dtype or p.shape[1:] != p0.shape[1:]:
             raise SyncError(
-                f"cat state {path!r}: rank {r} holds {p.dtype} rows of shape {tuple(p.shape[1:])} "
+                f"participants disagree on cat state {path!r}: rank {r} holds {p.dtype} rows of shape {tuple(p.shape[1:])} "
                 f"but rank {r0} holds {p0.dtype} rows of shape {tuple(p0.shape[1:])}"
             )
     return concat([p for _, p in full]).to(mine.device)
