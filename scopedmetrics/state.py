@@ -81,8 +81,8 @@ def state(op: str | None = None, *, default: Any = dataclasses.MISSING) -> Any:
     """
     if op is not None and op not in OPS:
         raise ValueError(f"unknown reduce op {op!r}; expected one of {OPS}")
-    return dataclasses.field(
-        default_factory=_factory(op, default), metadata={_KEY: StateSpec(op)}
+    return dataclasses.field(  # keyword-only: states never take a constructor position
+        default_factory=_factory(op, default), metadata={_KEY: StateSpec(op)}, kw_only=True
     )
 
 

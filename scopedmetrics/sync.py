@@ -40,7 +40,6 @@ class _Walk:
     merge_at: list[int] = dataclasses.field(default_factory=list)  # merge unit -> flat index
     flat: list[torch.Tensor] = dataclasses.field(default_factory=list)  # every leaf, in tree order
     desc: list[str] = dataclasses.field(default_factory=list)
-    seen: dict[int, str] = dataclasses.field(default_factory=dict)  # id(leaf) -> first path
 
 
 def is_metric(x: Any) -> bool:
@@ -81,8 +80,7 @@ def _walk(m: Metric, prefix: str, w: _Walk) -> None:
             w.ops.append(op)
             w.paths.append(p)
             shape = "" if op == "cat" else f" {x.dtype} {tuple(x.shape)}"
-            alias = w.seen.setdefault(id(x), p)  # shared states travel once: say so, so ranks agree
-            w.desc.append(f"{p}: {op}{shape}" + (f" = {alias}" if alias != p else ""))
+            w.desc.append(f"{p}: {op}{shape}")
 
 
 def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Reducer) -> list[Metric]:
@@ -168,17 +166,13 @@ def _all_reduce_buckets(comm: Comm, leaves: list[torch.Tensor], ops: list[str], 
         if op != "cat":
             buckets.setdefault((op, t.dtype), []).append(i)
     for (op, dtype), idx in buckets.items():
-        first: dict[int, int] = {}  # id(tensor) -> position in bucket, so shared states travel once
-        uniq = [i for i in idx if first.setdefault(id(leaves[i]), i) == i]
         wire = torch.uint8 if dtype == torch.bool else dtype
-        parts = [leaves[i].reshape(-1).to(comm.device, wire) for i in uniq]
+        parts = [leaves[i].reshape(-1).to(comm.device, wire) for i in idx]
         flat = torch.cat(parts) if len(parts) > 1 else parts[0].clone()
         if flat.numel():
             flat = comm.all_reduce(flat, op)
-        pieces = flat.split([p.numel() for p in parts])
-        reduced = {i: p.reshape(leaves[i].shape).to(leaves[i].device, dtype) for i, p in zip(uniq, pieces)}
-        for i in idx:
-            out[i] = reduced[first[id(leaves[i])]]
+        for i, piece in zip(idx, flat.split([p.numel() for p in parts])):
+            out[i] = piece.reshape(leaves[i].shape).to(leaves[i].device, dtype)
 
 
 _DTYPES = (

@@ -16,8 +16,8 @@ import torch
 import torch.distributed as dist
 
 import scopedmetrics as sm
-from scopedmetrics.comm import Comm
 from scopedmetrics.reducers import Collective
+from worlds import CountingComm
 
 
 class MeanSquaredError(sm.Metric):
@@ -119,28 +119,6 @@ def nested_subgroup_case(rank: int) -> tuple[float, float, float]:
     with sm.use_reducer(sm.subgroup(rank < 3)):  # the same split again reuses the group
         assert float(m.compute()) == outer
     return outer, inner, float(m.compute())
-
-
-class CountingComm(Comm):
-    """Delegates to a communicator and counts the collectives issued."""
-
-    def __init__(self, inner: Comm) -> None:
-        self.inner, self.calls = inner, []
-
-    rank = property(lambda self: self.inner.rank)  # type: ignore[assignment]
-    size = property(lambda self: self.inner.size)  # type: ignore[assignment]
-    timeout = property(lambda self: self.inner.timeout)  # type: ignore[assignment]
-
-    def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
-        self.calls.append("all_gather")
-        return self.inner.all_gather(tensor)
-
-    def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
-        self.calls.append(f"all_reduce:{op}")
-        return self.inner.all_reduce(tensor, op)
-
-    def subcomm(self, members: list[int]) -> Comm:
-        return self.inner.subcomm(members)
 
 
 def _torch_calls(fn: Callable[[], Any]) -> tuple[Any, list[str]]:

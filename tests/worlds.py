@@ -15,7 +15,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 import scopedmetrics as sm
+from scopedmetrics.comm import Comm
 
 
 def free_port() -> int:
@@ -128,3 +131,26 @@ def simulate_results(fn: Callable[..., Any], size: int, *args: Any, timeout: flo
             return False, err
 
     return sm.simulate(body, size, timeout=timeout)
+
+
+class CountingComm(Comm):
+    """Delegates to a communicator and counts the collectives issued."""
+
+    def __init__(self, inner: Comm) -> None:
+        self.inner, self.calls, self.reduced = inner, [], []
+
+    rank = property(lambda self: self.inner.rank)  # type: ignore[assignment]
+    size = property(lambda self: self.inner.size)  # type: ignore[assignment]
+    timeout = property(lambda self: self.inner.timeout)  # type: ignore[assignment]
+
+    def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        self.calls.append("all_gather")
+        return self.inner.all_gather(tensor)
+
+    def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        self.calls.append(f"all_reduce:{op}")
+        self.reduced.append(tensor.numel())
+        return self.inner.all_reduce(tensor, op)
+
+    def subcomm(self, members: list[int]) -> Comm:
+        return self.inner.subcomm(members)

@@ -1,0 +1,135 @@
+"""Collections: members matched by name, keyword routing, shared updates, joint reduction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optree
+import pytest
+import torch
+
+import scopedmetrics as sm
+
+
+class Counted(sm.Metric):
+    """Counts how often its update body really runs."""
+
+    total: torch.Tensor = sm.state("sum", default=0.0)
+    scale: float = sm.static(default=1.0)
+    calls: Any = sm.static(default=None)
+
+    def update(self, x: torch.Tensor) -> Counted:
+        if self.calls is not None:
+            self.calls.append(1)
+        return self.replace(total=self.total + self.scale * x.sum())
+
+    def compute(self) -> torch.Tensor:
+        return self.total
+
+
+class Doubled(Counted):
+    """Same update, different compute: shares the state with Counted."""
+
+    def compute(self) -> torch.Tensor:
+        return 2 * self.total
+
+
+class Weighted(sm.Metric):
+    total: torch.Tensor = sm.state("sum", default=0.0)
+
+    def update(self, x: torch.Tensor, weight: float = 1.0) -> Weighted:
+        return self.replace(total=self.total + weight * x.sum())
+
+    def compute(self) -> torch.Tensor:
+        return self.total
+
+
+def test_collection_is_a_metric_and_computes_a_dict_in_member_order() -> None:
+    c = sm.Collection(total=sm.Sum(), biggest=sm.Max(), mean=sm.Mean())
+    assert isinstance(c, sm.Metric)
+    out = c.update(torch.tensor([1.0, 5.0])).compute()
+    assert list(out) == ["total", "biggest", "mean"]
+    assert out == {"total": torch.tensor(6.0), "biggest": torch.tensor(5.0), "mean": torch.tensor(3.0)}
+
+
+def test_mapping_and_keyword_construction_agree() -> None:
+    a = sm.Collection({"x": sm.Sum()}, y=sm.Max())
+    assert list(a.keys()) == ["x", "y"] and isinstance(a["x"], sm.Sum) and isinstance(a.y, sm.Max)
+    with pytest.raises(TypeError, match="member 'z' is int, not a Metric"):
+        sm.Collection(z=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="identifiers"):
+        sm.Collection({"a.b": sm.Sum()})
+
+
+def test_keywords_go_only_to_members_that_accept_them() -> None:
+    c = sm.Collection(w=Weighted(), s=sm.Sum()).update(torch.ones(2), weight=3.0)
+    assert c.compute() == {"w": torch.tensor(6.0), "s": torch.tensor(2.0)}
+    with pytest.raises(TypeError, match="no member accepts keyword\\(s\\) \\['nope'\\]"):
+        c.update(torch.ones(1), nope=1)
+
+
+def test_nested_collections_give_nested_dicts_and_dotted_state_keys() -> None:
+    c = sm.Collection(outer=sm.Sum(), inner=sm.Collection(a=sm.Max(), b=sm.Min()))
+    c = c.update(torch.tensor([2.0, -1.0]))
+    assert c.compute() == {"outer": torch.tensor(1.0), "inner": {"a": torch.tensor(2.0), "b": torch.tensor(-1.0)}}
+    assert set(c.state_dict()) == {"outer.sum_value", "inner.a.max_value", "inner.b.min_value"}
+
+
+def test_members_are_matched_by_name_not_order() -> None:
+    a = sm.Collection(x=sm.Sum(), y=sm.Max()).update(torch.tensor([1.0, 4.0]))
+    b = sm.Collection(y=sm.Max(), x=sm.Sum()).update(torch.tensor([7.0]))
+    merged = a.merge(b).compute()
+    assert merged == {"x": torch.tensor(12.0), "y": torch.tensor(7.0)}
+    assert optree.tree_structure(a.reset(), namespace=sm.NAMESPACE) != optree.tree_structure(
+        sm.Collection(x=sm.Sum()), namespace=sm.NAMESPACE
+    )
+    with pytest.raises(ValueError, match="configurations differ"):
+        a.merge(sm.Collection(x=sm.Sum(), z=sm.Max()))
+
+
+def test_equal_members_share_one_update() -> None:
+    calls: list[int] = []
+    c = sm.Collection(a=Counted(calls=calls), b=Doubled(calls=calls), other=Counted(scale=2.0, calls=calls))
+    c = c.update(torch.tensor([1.0, 2.0]))
+    assert len(calls) == 2  # a and b share one; other has a different configuration
+    assert c.a.total is c.b.total
+    assert c.compute() == {"a": torch.tensor(3.0), "b": torch.tensor(6.0), "other": torch.tensor(6.0)}
+
+
+def test_members_with_different_states_do_not_share() -> None:
+    calls: list[int] = []
+    started = Counted(calls=calls).update(torch.ones(1))
+    calls.clear()
+    c = sm.Collection(a=Counted(calls=calls), b=started).update(torch.ones(1))
+    assert len(calls) == 2 and c.compute() == {"a": torch.tensor(1.0), "b": torch.tensor(2.0)}
+
+
+def test_shared_states_reduce_together_and_ranks_with_no_data_agree() -> None:
+    from scopedmetrics.reducers import Collective
+    from worlds import CountingComm
+
+    def body(rank: int) -> tuple[dict[str, Any], list[int]]:
+        c = sm.Collection(a=Counted(), b=Doubled(), m=sm.Max())
+        if rank != 1:  # rank 1 never updates: its shared tensors must still line up
+            c = c.update(torch.tensor([float(rank + 1)]))
+        counting = CountingComm(sm.get_reducer().comm)
+        with sm.use_reducer(Collective(counting)):
+            return c.compute(), counting.reduced
+
+    for out, reduced in sm.simulate(body, 3):
+        assert out == {"a": torch.tensor(4.0), "b": torch.tensor(8.0), "m": torch.tensor(3.0)}
+        assert sorted(reduced) == [1, 2]  # one bucket for both sums, one for the max
+
+
+def test_reset_and_forward_on_collections() -> None:
+    c = sm.Collection(s=sm.Sum(), m=sm.Mean()).update(torch.ones(3))
+    c2, batch = c.forward(torch.tensor([4.0]))
+    assert batch == {"s": torch.tensor(4.0), "m": torch.tensor(4.0)}
+    assert c2.compute() == {"s": torch.tensor(7.0), "m": torch.tensor(1.75)}
+    assert c.reset().compute()["s"].item() == 0.0
+
+
+def test_collection_is_immutable() -> None:
+    c = sm.Collection(s=sm.Sum())
+    with pytest.raises(Exception, match="immutable"):
+        c.s = sm.Sum()  # type: ignore[misc]
