@@ -33,6 +33,7 @@ for multiclass), decided per batch like TorchMetrics.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import KW_ONLY
 from typing import Any, TypeVar, Union
 
@@ -58,6 +59,7 @@ B = TypeVar("B", bound="_BinaryCurve")
 MC = TypeVar("MC", bound="_MulticlassCurve")
 ML = TypeVar("ML", bound="_MultilabelCurve")
 Curves = Union[Curve, tuple[list[Tensor], list[Tensor], list[Tensor]]]  # noqa: UP007 (a runtime alias)
+ColumnFn = Callable[[Tensor, Tensor, Union[Tensor, None]], Tensor]  # noqa: UP007 (a runtime alias)
 
 
 # -- configuration -------------------------------------------------------------
@@ -144,7 +146,7 @@ def _bin(scores: Tensor, positive: Tensor, thresholds: Any, keep: Tensor | None 
     """Count samples by (column, number of thresholds reached, label) in one ``bincount``."""
     thr = _threshold_values(thresholds, scores.device)
     slots = 2 * (len(thr) + 1)
-    index = torch.bucketize(scores, thr, right=True) * 2 + positive.long()
+    index = torch.bucketize(scores.contiguous(), thr, right=True) * 2 + positive.long()
     if scores.ndim == 2:
         index = index + torch.arange(scores.shape[1], device=scores.device) * slots
     if keep is not None:
@@ -216,13 +218,13 @@ def _ranked(scores: Tensor, positive: Tensor, valid: Tensor | None) -> tuple[Ten
     return hit.cumsum(0).gather(0, end), miss.cumsum(0).gather(0, end)
 
 
-def _by_columns(fn: Any) -> Any:
+def _by_columns(fn: ColumnFn) -> ColumnFn:
     """Run a per-column ``fn(scores, positive, valid)`` on blocks of columns, bounding the sort's memory."""
 
-    def blocks(scores: Tensor, positive: Tensor, valid: Tensor | None = None) -> Tensor:
+    def blocks(scores: Tensor, positive: Tensor, valid: Tensor | None) -> Tensor:
         step = max(1, _BLOCK // max(len(scores), 1))
         if scores.shape[1] <= step:
-            return fn(scores, positive, valid)  # type: ignore[no-any-return]
+            return fn(scores, positive, valid)
         parts = []
         for i in range(0, scores.shape[1], step):
             cols = slice(i, i + step)
@@ -236,7 +238,7 @@ _BLOCK = 1 << 22  # scores sorted at once by the exact per-column metrics
 
 
 @_by_columns
-def _exact_auroc(scores: Tensor, positive: Tensor, valid: Tensor | None = None) -> Tensor:
+def _exact_auroc(scores: Tensor, positive: Tensor, valid: Tensor | None) -> Tensor:
     """Exact AUROC of every column of ``scores`` (N, C); 0 where a column lacks a class."""
     tps, fps = _ranked(scores, positive, valid)
     ok = torch.ones_like(positive) if valid is None else valid
@@ -247,7 +249,7 @@ def _exact_auroc(scores: Tensor, positive: Tensor, valid: Tensor | None = None) 
 
 
 @_by_columns
-def _exact_ap(scores: Tensor, positive: Tensor, valid: Tensor | None = None) -> Tensor:
+def _exact_ap(scores: Tensor, positive: Tensor, valid: Tensor | None) -> Tensor:
     """Exact average precision of every column of ``scores`` (N, C); 0 where it has no positives."""
     tps, fps = _ranked(scores, positive, valid)
     ok = torch.ones_like(positive) if valid is None else valid
@@ -798,7 +800,7 @@ class MultilabelAUROC(_MultilabelCurve):
         if self.thresholds is not None:
             return _binned_auroc(self.counts.sum(0))
         scores, positive = self._flat()
-        return _exact_auroc(scores.unsqueeze(1), positive.unsqueeze(1)).reshape(())
+        return _exact_auroc(scores.unsqueeze(1), positive.unsqueeze(1), None).reshape(())
 
 
 class MultilabelAveragePrecision(_MultilabelCurve):
@@ -828,4 +830,4 @@ class MultilabelAveragePrecision(_MultilabelCurve):
         if self.thresholds is not None:
             return _binned_ap(self.counts.sum(0))
         scores, positive = self._flat()
-        return _exact_ap(scores.unsqueeze(1), positive.unsqueeze(1)).reshape(())
+        return _exact_ap(scores.unsqueeze(1), positive.unsqueeze(1), None).reshape(())
