@@ -15,7 +15,7 @@ from typing import Any, ClassVar, TypeVar, dataclass_transform
 import optree
 import torch
 
-from scopedmetrics.state import NAMESPACE, StateSpec, combine, is_empty_cat, spec_of, state, static
+from scopedmetrics.state import NAMESPACE, StateSpec, combine, compact, is_empty_cat, spec_of, state, static
 
 M = TypeVar("M", bound="Metric")
 
@@ -199,7 +199,14 @@ class Metric:
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The state leaves keyed by their dotted paths (``"inner.c.sum_sq"``)."""
         paths, leaves, _ = optree.tree_flatten_with_path(self, namespace=NAMESPACE)
-        return {".".join(map(str, p)): t for p, t in zip(paths, leaves)}
+        return {".".join(map(str, p)): compact(t) for p, t in zip(paths, leaves)}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickle (and torch.save) the states alone, not the spare capacity of cat buffers.
+        return {
+            k: optree.tree_map(compact, v, namespace=NAMESPACE) if k in self._state_names else v
+            for k, v in self.__dict__.items()
+        }
 
     def load_state_dict(self: M, state_dict: dict[str, torch.Tensor]) -> M:
         """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole."""

@@ -1,0 +1,84 @@
+"""State declarations, identities, and the amortized growth of cat states."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import threading
+
+import pytest
+import torch
+
+import scopedmetrics as sm
+from scopedmetrics.state import append, combine, identity
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_identity_is_neutral(op: str, dtype: torch.dtype) -> None:
+    x = torch.tensor([3, -2, 7], dtype=dtype)
+    e = identity(op, dtype)
+    assert torch.equal(combine(op, x, e.expand_as(x)), x)
+    assert torch.equal(combine(op, e.expand_as(x), x), x)
+
+
+def test_cat_identity_joins_any_rows() -> None:
+    rows = torch.ones(2, 3, dtype=torch.int64)
+    assert torch.equal(combine("cat", identity("cat"), rows), rows)
+    assert torch.equal(combine("cat", rows, identity("cat")), rows)
+
+
+def test_append_never_changes_earlier_views_even_when_branching() -> None:
+    a = append(torch.empty(0), torch.tensor([1.0, 2.0]))
+    b = append(a, torch.tensor([3.0]))
+    c = append(a, torch.tensor([9.0, 8.0]))  # a branch from the same prefix must copy
+    d = append(b, torch.tensor([4.0]))
+    assert a.tolist() == [1.0, 2.0]
+    assert b.tolist() == [1.0, 2.0, 3.0]
+    assert c.tolist() == [1.0, 2.0, 9.0, 8.0]
+    assert d.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_append_is_amortized() -> None:
+    rows = torch.empty(0)
+    buffers = set()
+    for _ in range(1000):
+        rows = append(rows, torch.ones(10))
+        buffers.add(rows.untyped_storage().data_ptr())
+    assert rows.numel() == 10_000
+    assert len(buffers) < 20  # grows geometrically, not a copy per append
+
+
+def test_append_from_many_threads_to_one_prefix_keeps_every_branch_intact() -> None:
+    base = append(torch.empty(0), torch.zeros(4))
+    out: dict[int, torch.Tensor] = {}
+
+    def grow(i: int) -> None:
+        out[i] = append(base, torch.full((3,), float(i + 1)))
+
+    threads = [threading.Thread(target=grow, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, rows in out.items():
+        assert rows.tolist() == [0.0] * 4 + [float(i + 1)] * 3
+
+
+def test_append_refuses_other_row_shapes() -> None:
+    rows = append(torch.empty(0), torch.ones(2, 3))
+    with pytest.raises(ValueError, match="rows of shape \\(4,\\)"):
+        append(rows, torch.ones(1, 4))
+
+
+def test_saved_metrics_do_not_carry_spare_capacity() -> None:
+    m = sm.Cat()
+    for _ in range(50):
+        m = m.update(torch.ones(100))
+    assert m.value.untyped_storage().nbytes() > m.value.numel() * 4
+    raw = pickle.dumps(m)
+    assert len(raw) < m.value.numel() * 4 + 2_000
+    buf = io.BytesIO()
+    torch.save(m.state_dict(), buf)
+    assert buf.tell() < m.value.numel() * 4 + 2_000
+    assert torch.equal(pickle.loads(raw).value, m.value)
