@@ -4,11 +4,56 @@ The data path of ``compute()``: metric -> leaves + ops (``sync``) -> reducer
 (``reducers``, ``comm``) -> leaves -> metric -> the metric's own ``compute``.
 """
 
+from scopedmetrics import classification as classification
+from scopedmetrics import regression as regression
 from scopedmetrics.aggregation import Cat as Cat
 from scopedmetrics.aggregation import Max as Max
 from scopedmetrics.aggregation import Mean as Mean
 from scopedmetrics.aggregation import Min as Min
 from scopedmetrics.aggregation import Sum as Sum
+from scopedmetrics.classification import BinaryAccuracy as BinaryAccuracy
+from scopedmetrics.classification import BinaryAUROC as BinaryAUROC
+from scopedmetrics.classification import BinaryAveragePrecision as BinaryAveragePrecision
+from scopedmetrics.classification import BinaryCalibrationError as BinaryCalibrationError
+from scopedmetrics.classification import BinaryCohenKappa as BinaryCohenKappa
+from scopedmetrics.classification import BinaryConfusionMatrix as BinaryConfusionMatrix
+from scopedmetrics.classification import BinaryF1Score as BinaryF1Score
+from scopedmetrics.classification import BinaryFBetaScore as BinaryFBetaScore
+from scopedmetrics.classification import BinaryMatthewsCorrCoef as BinaryMatthewsCorrCoef
+from scopedmetrics.classification import BinaryPrecision as BinaryPrecision
+from scopedmetrics.classification import BinaryPrecisionRecallCurve as BinaryPrecisionRecallCurve
+from scopedmetrics.classification import BinaryRecall as BinaryRecall
+from scopedmetrics.classification import BinaryROC as BinaryROC
+from scopedmetrics.classification import BinarySpecificity as BinarySpecificity
+from scopedmetrics.classification import BinaryStatScores as BinaryStatScores
+from scopedmetrics.classification import MulticlassAccuracy as MulticlassAccuracy
+from scopedmetrics.classification import MulticlassAUROC as MulticlassAUROC
+from scopedmetrics.classification import MulticlassAveragePrecision as MulticlassAveragePrecision
+from scopedmetrics.classification import MulticlassCalibrationError as MulticlassCalibrationError
+from scopedmetrics.classification import MulticlassCohenKappa as MulticlassCohenKappa
+from scopedmetrics.classification import MulticlassConfusionMatrix as MulticlassConfusionMatrix
+from scopedmetrics.classification import MulticlassF1Score as MulticlassF1Score
+from scopedmetrics.classification import MulticlassFBetaScore as MulticlassFBetaScore
+from scopedmetrics.classification import MulticlassMatthewsCorrCoef as MulticlassMatthewsCorrCoef
+from scopedmetrics.classification import MulticlassPrecision as MulticlassPrecision
+from scopedmetrics.classification import MulticlassPrecisionRecallCurve as MulticlassPrecisionRecallCurve
+from scopedmetrics.classification import MulticlassRecall as MulticlassRecall
+from scopedmetrics.classification import MulticlassROC as MulticlassROC
+from scopedmetrics.classification import MulticlassSpecificity as MulticlassSpecificity
+from scopedmetrics.classification import MulticlassStatScores as MulticlassStatScores
+from scopedmetrics.classification import MultilabelAccuracy as MultilabelAccuracy
+from scopedmetrics.classification import MultilabelAUROC as MultilabelAUROC
+from scopedmetrics.classification import MultilabelAveragePrecision as MultilabelAveragePrecision
+from scopedmetrics.classification import MultilabelConfusionMatrix as MultilabelConfusionMatrix
+from scopedmetrics.classification import MultilabelF1Score as MultilabelF1Score
+from scopedmetrics.classification import MultilabelFBetaScore as MultilabelFBetaScore
+from scopedmetrics.classification import MultilabelMatthewsCorrCoef as MultilabelMatthewsCorrCoef
+from scopedmetrics.classification import MultilabelPrecision as MultilabelPrecision
+from scopedmetrics.classification import MultilabelPrecisionRecallCurve as MultilabelPrecisionRecallCurve
+from scopedmetrics.classification import MultilabelRecall as MultilabelRecall
+from scopedmetrics.classification import MultilabelROC as MultilabelROC
+from scopedmetrics.classification import MultilabelSpecificity as MultilabelSpecificity
+from scopedmetrics.classification import MultilabelStatScores as MultilabelStatScores
 from scopedmetrics.collection import Collection as Collection
 from scopedmetrics.collection import compute as compute
 from scopedmetrics.collection import reduce as reduce
@@ -17,6 +62,16 @@ from scopedmetrics.metric import Metric as Metric
 from scopedmetrics.reducers import Reducer as Reducer
 from scopedmetrics.reducers import distributed as distributed
 from scopedmetrics.reducers import local as local
+from scopedmetrics.regression import ConcordanceCorrCoef as ConcordanceCorrCoef
+from scopedmetrics.regression import CosineSimilarity as CosineSimilarity
+from scopedmetrics.regression import ExplainedVariance as ExplainedVariance
+from scopedmetrics.regression import KLDivergence as KLDivergence
+from scopedmetrics.regression import MeanAbsoluteError as MeanAbsoluteError
+from scopedmetrics.regression import MeanAbsolutePercentageError as MeanAbsolutePercentageError
+from scopedmetrics.regression import MeanSquaredError as MeanSquaredError
+from scopedmetrics.regression import PearsonCorrCoef as PearsonCorrCoef
+from scopedmetrics.regression import R2Score as R2Score
+from scopedmetrics.regression import SpearmanCorrCoef as SpearmanCorrCoef
 from scopedmetrics.scope import get_reducer as get_reducer
 from scopedmetrics.scope import reset_reducer as reset_reducer
 from scopedmetrics.scope import set_reducer as set_reducer
@@ -30,21 +85,76 @@ from scopedmetrics.state import static as static
 __version__ = "0.1.0"
 
 __all__ = [
-    "NAMESPACE",
+    "BinaryAUROC",
+    "BinaryAccuracy",
+    "BinaryAveragePrecision",
+    "BinaryCalibrationError",
+    "BinaryCohenKappa",
+    "BinaryConfusionMatrix",
+    "BinaryF1Score",
+    "BinaryFBetaScore",
+    "BinaryMatthewsCorrCoef",
+    "BinaryPrecision",
+    "BinaryPrecisionRecallCurve",
+    "BinaryROC",
+    "BinaryRecall",
+    "BinarySpecificity",
+    "BinaryStatScores",
     "Cat",
     "Collection",
+    "ConcordanceCorrCoef",
+    "CosineSimilarity",
+    "ExplainedVariance",
+    "KLDivergence",
     "Max",
     "Mean",
+    "MeanAbsoluteError",
+    "MeanAbsolutePercentageError",
+    "MeanSquaredError",
     "Metric",
     "Min",
+    "MulticlassAUROC",
+    "MulticlassAccuracy",
+    "MulticlassAveragePrecision",
+    "MulticlassCalibrationError",
+    "MulticlassCohenKappa",
+    "MulticlassConfusionMatrix",
+    "MulticlassF1Score",
+    "MulticlassFBetaScore",
+    "MulticlassMatthewsCorrCoef",
+    "MulticlassPrecision",
+    "MulticlassPrecisionRecallCurve",
+    "MulticlassROC",
+    "MulticlassRecall",
+    "MulticlassSpecificity",
+    "MulticlassStatScores",
+    "MultilabelAUROC",
+    "MultilabelAccuracy",
+    "MultilabelAveragePrecision",
+    "MultilabelConfusionMatrix",
+    "MultilabelF1Score",
+    "MultilabelFBetaScore",
+    "MultilabelMatthewsCorrCoef",
+    "MultilabelPrecision",
+    "MultilabelPrecisionRecallCurve",
+    "MultilabelROC",
+    "MultilabelRecall",
+    "MultilabelSpecificity",
+    "MultilabelStatScores",
+    "NAMESPACE",
+    "PearsonCorrCoef",
+    "R2Score",
     "Reducer",
+    "SpearmanCorrCoef",
     "Sum",
     "SyncError",
+    "classification",
     "compute",
     "distributed",
     "get_reducer",
     "local",
     "reduce",
+    "regression",
     "reset_reducer",
     "set_reducer",
     "simulate",

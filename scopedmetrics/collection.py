@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import optree
 
-from scopedmetrics.metric import Metric, _is_metric
+from scopedmetrics.metric import Metric, _is_metric, frozen
 from scopedmetrics.scope import get_reducer
 from scopedmetrics.state import NAMESPACE, StateSpec, spec_of
 from scopedmetrics.sync import reduce_metrics
@@ -167,7 +167,7 @@ def _share_key(m: Metric) -> tuple[Any, ...] | None:
     if not dataclasses.is_dataclass(owner):
         return None
     fields = dataclasses.fields(owner)
-    statics = tuple((f.name, getattr(m, f.name)) for f in fields if not isinstance(spec_of(f), StateSpec))
+    statics = tuple((f.name, frozen(getattr(m, f.name))) for f in fields if not isinstance(spec_of(f), StateSpec))
     states = tuple(f.name for f in fields if isinstance(spec_of(f), StateSpec))
     return (owner, statics, states)
 

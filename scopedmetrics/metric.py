@@ -105,8 +105,8 @@ class Metric:
         return ((n, d[n], self._ops[n]) for n in self._state_names)
 
     def _config(self) -> tuple[Any, ...]:
-        """The static configuration; equal configurations merge."""
-        return tuple(getattr(self, n) for n in self._static_names)
+        """The static configuration, comparable with ``==``; equal configurations merge."""
+        return tuple(frozen(getattr(self, n)) for n in self._static_names)
 
     def _describe(self) -> str:
         """Type and configuration, as compared across participants."""
@@ -275,6 +275,17 @@ def _holds_metrics(f: dataclasses.Field[Any]) -> bool:
         return False
     leaves = optree.tree_leaves(f.default_factory(), is_leaf=_is_metric, namespace=NAMESPACE)  # type: ignore[misc]
     return all(_is_metric(x) for x in leaves)
+
+
+def frozen(value: Any) -> Any:
+    """A configuration value in a form ``==`` compares safely (tensors become tuples)."""
+    if isinstance(value, torch.Tensor):
+        return ("tensor", str(value.dtype), tuple(value.shape), tuple(value.flatten().tolist()))
+    if isinstance(value, (list, tuple)):
+        return tuple(frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, frozen(v)) for k, v in value.items()))
+    return value
 
 
 def _check_compatible(a: Metric, b: Any) -> None:
