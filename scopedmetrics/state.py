@@ -157,6 +157,11 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
         >>> a.tolist(), b.tolist()
         ([1.0, 2.0], [1.0, 2.0, 3.0])
     """
+    if _compiling():
+        raise RuntimeError(
+            "a cat state grows with the data and cannot be traced by torch.compile; "
+            "keep this update outside the compiled region, or use a constant-memory state (e.g. thresholds=N)"
+        )
     batch = batch.detach()
     k = batch.shape[0] if batch.ndim else 1
     if k == 0:
@@ -178,6 +183,11 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
             base[n : n + k] = batch
             return base[: n + k]
     return _grow(rows, batch, rows.dtype)
+
+
+def _compiling() -> bool:
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and getattr(compiler, "is_compiling", lambda: False)())
 
 
 def _grow(rows: torch.Tensor, batch: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

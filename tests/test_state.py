@@ -82,3 +82,12 @@ def test_saved_metrics_do_not_carry_spare_capacity() -> None:
     torch.save(m.state_dict(), buf)
     assert buf.tell() < m.value.numel() * 4 + 2_000
     assert torch.equal(pickle.loads(raw).value, m.value)
+
+
+def test_cat_state_refuses_compile_tracing() -> None:
+    def step(rows: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        return append(rows, x)
+
+    compiled = torch.compile(step, fullgraph=True, backend="eager")
+    with pytest.raises(Exception, match="cannot be traced by torch.compile"):
+        compiled(torch.ones(2), torch.ones(3))
