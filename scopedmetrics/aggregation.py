@@ -173,7 +173,7 @@ class Cat(Metric):
     def update(self, value: Any) -> Cat:
         x = torch.as_tensor(value)
         x = _values(self, x, x.dtype if isinstance(value, torch.Tensor) else self.value.dtype)
-        return self.replace(value=append(self.value, torch.atleast_1d(x)))
+        return self.replace(value=append(self.value, x.reshape(-1) if x.ndim == 0 else x))
 
     def compute(self) -> torch.Tensor:
         return self.value

@@ -11,14 +11,15 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import optree
 
 from scopedmetrics.metric import Metric, _is_metric, frozen
 from scopedmetrics.scope import get_reducer
-from scopedmetrics.state import NAMESPACE, StateSpec, spec_of
+from scopedmetrics.state import StateSpec, spec_of
 from scopedmetrics.sync import reduce_metrics
+from scopedmetrics.tree import flatten
 
 T = TypeVar("T")
 C = TypeVar("C", bound="Collection")
@@ -37,6 +38,8 @@ class Collection(Metric):
     """
 
     _custom_tree = True
+    _members: dict[str, Metric]
+    _shared: tuple[_Group, ...]
 
     def __init__(self, metrics: Mapping[str, Metric] | None = None, /, **kwargs: Metric) -> None:
         members = {**(metrics or {}), **kwargs}
@@ -92,7 +95,8 @@ class Collection(Metric):
 
     def update(self: C, *args: Any, **kwargs: Any) -> C:
         """Update every member with the positional arguments and the keywords it accepts."""
-        unknown = kwargs.keys() - _accepted(self) if _accepted(self) is not None else set()
+        accepts = _accepted(self)
+        unknown = set() if accepts is None else kwargs.keys() - accepts
         if unknown:
             raise TypeError(f"Collection.update: no member accepts keyword(s) {sorted(unknown)}")
         new: dict[str, Metric] = {}
@@ -112,12 +116,13 @@ class Collection(Metric):
         return {n: m.compute() for n, m in self._members.items()}
 
     def reset(self: C) -> C:
+        """Every member reset; the same members and sharing."""
         return self._rebuild({n: m.reset() for n, m in self._members.items()})
 
     # -- mapping access ----------------------------------------------------
 
     def __getattr__(self, name: str) -> Metric:
-        members = self.__dict__.get("_members")
+        members: dict[str, Metric] | None = self.__dict__.get("_members")
         if members is not None and name in members:
             return members[name]
         raise AttributeError(f"Collection has no member {name!r}")
@@ -174,9 +179,11 @@ def _share_key(m: Metric) -> tuple[Any, ...] | None:
 
 def _same_state(a: Metric, b: Metric, names: tuple[str, ...]) -> bool:
     for n in names:
-        la, sa = optree.tree_flatten(getattr(a, n), namespace=NAMESPACE)
-        lb, sb = optree.tree_flatten(getattr(b, n), namespace=NAMESPACE)
-        if sa != sb or any(x.dtype != y.dtype or x.shape != y.shape or not bool((x == y).all()) for x, y in zip(la, lb)):
+        la, sa = flatten(getattr(a, n))
+        lb, sb = flatten(getattr(b, n))
+        if sa != sb or any(
+            x.dtype != y.dtype or x.shape != y.shape or not bool((x == y).all()) for x, y in zip(la, lb)
+        ):
             return False
     return True
 
@@ -203,12 +210,12 @@ def reduce(tree: T) -> T:
         >>> out["a"].compute()
         tensor(2.)
     """
-    paths, metrics, spec = optree.tree_flatten_with_path(tree, is_leaf=_is_metric)
+    paths, metrics, spec = optree.tree_flatten_with_path(tree, is_leaf=_is_metric)  # type: ignore[arg-type]
     for p, m in zip(paths, metrics):
         if not _is_metric(m):
             raise TypeError(f"sm.reduce: leaf at {'.'.join(map(str, p))!r} is {type(m).__name__}, not a Metric")
     names = [".".join(map(str, p)) for p in paths]
-    return optree.tree_unflatten(spec, reduce_metrics(metrics, names, get_reducer()))
+    return cast(T, optree.tree_unflatten(spec, reduce_metrics(metrics, names, get_reducer())))
 
 
 def compute(tree: Any) -> Any:

@@ -153,7 +153,8 @@ def _new_backend(backend: str, store: Any, ranks: tuple[int, ...], timeout: floa
     many groups each process made before, which differs between ranks after
     unequal splits and then hangs; a store prefix named by the ranks does not.
     """
-    prefix = dist.PrefixStore(f"scopedmetrics/{'_'.join(map(str, ranks))}/", store)
+    name = f"scopedmetrics/{'_'.join(map(str, ranks))}/"
+    prefix = dist.PrefixStore(name, store)  # type: ignore[attr-defined]  # public, missing from the stub
     rank = ranks.index(dist.get_rank())
     wait = timedelta(seconds=timeout) if timeout is not None else timedelta(minutes=30)
     if backend == "gloo":
@@ -194,7 +195,7 @@ class SplitComm(TorchComm):
 
     def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         opts = dist.AllreduceOptions()
-        opts.reduceOp = _REDUCE_OPS[op]
+        opts.reduceOp = _REDUCE_OPS[op]  # type: ignore[assignment]  # the stub's RedOpType is the same enum
         self._wait(self.pg.allreduce([tensor], opts), f"all_reduce({op})")
         return tensor
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
 import optree
 import torch
 
+from scopedmetrics import tree
 from scopedmetrics.state import NAMESPACE, StateSpec, combine, compact, is_empty_cat, spec_of, state, static
 
 M = TypeVar("M", bound="Metric")
@@ -74,13 +75,8 @@ class Metric:
         cls._whole_merge = cls.merge is not Metric.merge
         if not cls._custom_tree:
             _make_dataclass(cls)
-        optree.register_pytree_node(
-            cls,
-            _flatten,
-            cls._tree_unflatten,
-            path_entry_type=optree.GetAttrEntry,
-            namespace=NAMESPACE,
-        )
+        register: Any = optree.register_pytree_node  # its stub types nodes as optree's own Collection
+        register(cls, _flatten, cls._tree_unflatten, path_entry_type=optree.GetAttrEntry, namespace=NAMESPACE)
 
     # -- the pytree view --------------------------------------------------
 
@@ -126,13 +122,10 @@ class Metric:
         return obj
 
     def _with_mark(self: M, reduced: bool) -> M:
-        """This metric, and every metric nested in its state, marked (un)reduced."""
+        """A copy marked (un)reduced, with every metric nested in its state marked alike."""
         nested = {
             name: optree.tree_map(
-                lambda x: x._with_mark(reduced) if _is_metric(x) else x,
-                value,
-                is_leaf=_is_metric,
-                namespace=NAMESPACE,
+                lambda x: x._with_mark(reduced) if _is_metric(x) else x, value, is_leaf=_is_metric, namespace=NAMESPACE
             )
             for name, value, _ in self._state_items()
             if not isinstance(value, torch.Tensor)
@@ -159,8 +152,7 @@ class Metric:
         """
         _check_compatible(self, other)
         new = {
-            name: _merge_value(self, name, op, value, getattr(other, name))
-            for name, value, op in self._state_items()
+            name: _merge_value(self, name, op, value, getattr(other, name)) for name, value, op in self._state_items()
         }
         return self._rebuild(new)
 
@@ -171,7 +163,7 @@ class Metric:
         from scopedmetrics.scope import get_reducer
         from scopedmetrics.sync import reduce_metrics
 
-        return reduce_metrics([self], [""], get_reducer())[0]
+        return cast(M, reduce_metrics([self], [""], get_reducer())[0])
 
     def forward(self: M, *args: Any, **kwargs: Any) -> tuple[M, Any]:
         """Fold the batch in and also return this batch's own value, computed locally."""
@@ -184,7 +176,7 @@ class Metric:
 
     def to(self: M, *args: Any, **kwargs: Any) -> M:
         """Every state moved or cast as ``Tensor.to(*args, **kwargs)`` would."""
-        return optree.tree_map(lambda t: t.to(*args, **kwargs), self, namespace=NAMESPACE)
+        return cast(M, tree.map_tensors(lambda t: t.to(*args, **kwargs), self))
 
     def replace(self: M, **fields: Any) -> M:
         """Dataclass replace; the result is not marked reduced."""
@@ -198,26 +190,20 @@ class Metric:
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The state leaves keyed by their dotted paths (``"inner.c.sum_sq"``)."""
-        paths, leaves, _ = optree.tree_flatten_with_path(self, namespace=NAMESPACE)
-        return {".".join(map(str, p)): compact(t) for p, t in zip(paths, leaves)}
+        paths, leaves, _ = tree.flatten_with_path(self)
+        return {p: compact(t) for p, t in zip(paths, leaves)}
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickle (and torch.save) the states alone, not the spare capacity of cat buffers.
-        return {
-            k: optree.tree_map(compact, v, namespace=NAMESPACE) if k in self._state_names else v
-            for k, v in self.__dict__.items()
-        }
+        return {k: tree.map_tensors(compact, v) if k in self._state_names else v for k, v in self.__dict__.items()}
 
     def load_state_dict(self: M, state_dict: dict[str, torch.Tensor]) -> M:
         """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole."""
-        paths, leaves, spec = optree.tree_flatten_with_path(self, namespace=NAMESPACE)
-        keys = [".".join(map(str, p)) for p in paths]
+        keys, leaves, spec = tree.flatten_with_path(self)
         name = type(self).__name__
         missing, extra = set(keys) - state_dict.keys(), state_dict.keys() - set(keys)
         if missing or extra:
-            raise ValueError(
-                f"{name}.load_state_dict: missing keys {sorted(missing)}, unexpected keys {sorted(extra)}"
-            )
+            raise ValueError(f"{name}.load_state_dict: missing keys {sorted(missing)}, unexpected keys {sorted(extra)}")
         free = _free_shape_leaves(self)
         new = []
         for key, old, shape_free in zip(keys, leaves, free):
@@ -232,7 +218,7 @@ class Metric:
                     f"{name}.load_state_dict: {key!r} has shape {tuple(t.shape)}, expected {tuple(old.shape)}"
                 )
             new.append(t.to(old.device))
-        return optree.tree_unflatten(spec, new)._with_mark(False)
+        return cast(M, tree.unflatten(spec, new))._with_mark(False)
 
     def __repr__(self) -> str:
         parts = [f"{n}={getattr(self, n)!r}" for n in self._static_names]
@@ -271,10 +257,9 @@ def _make_dataclass(cls: type[Metric]) -> None:
 
 def _holds_metrics(f: dataclasses.Field[Any]) -> bool:
     """Whether a field's default holds only metrics (which bring their own ops)."""
-    if f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+    if f.default_factory is dataclasses.MISSING:
         return False
-    leaves = optree.tree_leaves(f.default_factory(), is_leaf=_is_metric, namespace=NAMESPACE)  # type: ignore[misc]
-    return all(_is_metric(x) for x in leaves)
+    return all(_is_metric(x) for x in tree.leaves(f.default_factory(), is_leaf=_is_metric))
 
 
 def frozen(value: Any) -> Any:
@@ -293,17 +278,14 @@ def _check_compatible(a: Metric, b: Any) -> None:
     if type(b) is not type(a):
         raise TypeError(f"{name}.merge: cannot merge with {type(b).__name__}")
     if a._config() != b._config():
-        diff = [
-            f"{n}={x!r} vs {y!r}" for n, x, y in zip(a._static_names, a._config(), b._config()) if x != y
-        ]
+        diff = [f"{n}={x!r} vs {y!r}" for n, x, y in zip(a._static_names, a._config(), b._config()) if x != y]
         raise ValueError(f"{name}.merge: configurations differ: {', '.join(diff) or a._describe()}")
 
 
 def _merge_value(owner: Metric, name: str, op: str | None, a: Any, b: Any) -> Any:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return _combine(owner, name, op, a, b)
-    sa = optree.tree_structure(a, is_leaf=_is_metric, namespace=NAMESPACE)
-    sb = optree.tree_structure(b, is_leaf=_is_metric, namespace=NAMESPACE)
+    sa, sb = tree.structure(a, is_leaf=_is_metric), tree.structure(b, is_leaf=_is_metric)
     if sa != sb:
         raise ValueError(f"{type(owner).__name__}.merge: state {name!r} differs in structure: {sa} vs {sb}")
     return optree.tree_map(
@@ -337,10 +319,9 @@ def _free_shape_leaves(m: Metric) -> list[bool]:
     empty along dim 0; every other shape is fixed by the configuration.
     """
     if m._whole_merge:
-        fresh = optree.tree_leaves(m.reset(), namespace=NAMESPACE)
-        return [t.ndim > 0 and t.shape[0] == 0 for t in fresh]
+        return [t.ndim > 0 and t.shape[0] == 0 for t in tree.leaves(m.reset())]
     out: list[bool] = []
     for _, value, op in m._state_items():
-        for x in optree.tree_leaves(value, is_leaf=_is_metric, namespace=NAMESPACE):
+        for x in tree.leaves(value, is_leaf=_is_metric):
             out += _free_shape_leaves(x) if _is_metric(x) else [op == "cat"]
     return out

@@ -24,9 +24,11 @@ class Local:
     """The reducer of a world of one: every process sees only its own data."""
 
     def __call__(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        """``tensor`` itself: a world of one has nothing to combine."""
         return tensor
 
     def split(self, key: Any) -> Local:
+        """Itself: every group of a world of one is that world."""
         return self
 
     def __repr__(self) -> str:
@@ -55,7 +57,7 @@ class Collective:
 
     @property
     def rank(self) -> int:
-        """This participant's rank within the reducer's group."""
+        """The rank of this participant within the reducer's group."""
         return self.comm.rank
 
     @property
@@ -64,6 +66,7 @@ class Collective:
         return self.comm.size
 
     def __call__(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        """One leaf through the bucketed pass (agreement check included)."""
         from scopedmetrics.sync import collective_reduce
 
         leaves, _ = collective_reduce(self.comm, [tensor], [op], ["leaf"], [], [_describe_leaf(op, tensor)])

@@ -14,7 +14,7 @@ import inspect
 import sys
 import threading
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, cast
 
 from scopedmetrics.reducers import Reducer, default_reducer
 
@@ -43,9 +43,7 @@ class _Entry:
         self.suspendable = bool(frame.f_code.co_flags & _SUSPENDABLE)
 
 
-_STACK: contextvars.ContextVar[tuple[_Entry, ...]] = contextvars.ContextVar(
-    "scopedmetrics_reducers", default=()
-)
+_STACK: contextvars.ContextVar[tuple[_Entry, ...]] = contextvars.ContextVar("scopedmetrics_reducers", default=())
 _GLOBAL: Reducer | None = None
 _LOCK = threading.Lock()
 
@@ -187,4 +185,4 @@ def subgroup(key: Any) -> Reducer:
             f"subgroup: the reducer in scope ({reducer!r}) is a plain function and cannot be split; "
             "use sm.distributed(), sm.simulate() or sm.local()"
         )
-    return split(key)
+    return cast(Reducer, split(key))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import torch
 
@@ -54,7 +54,7 @@ def _factory(op: str | None, default: Any) -> Callable[[], Any]:
     if default is dataclasses.MISSING:
         return lambda: identity(op)
     if callable(default) and not isinstance(default, torch.Tensor):
-        return default
+        return cast(Callable[[], Any], default)
     if isinstance(default, torch.Tensor):
         frozen = default.detach().clone()
         return lambda: frozen.clone()
@@ -103,7 +103,8 @@ def static(*, default: Any = dataclasses.MISSING) -> Any:
 
 def spec_of(field: dataclasses.Field[Any]) -> StateSpec | StaticSpec:
     """The declaration of a dataclass field; undeclared fields are static."""
-    return field.metadata.get(_KEY, StaticSpec())
+    spec: StateSpec | StaticSpec = field.metadata.get(_KEY, StaticSpec())
+    return spec
 
 
 def is_empty_cat(x: torch.Tensor) -> bool:
@@ -171,7 +172,9 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
     if is_empty_cat(rows):
         return _grow(batch[:0], batch, batch.dtype)
     if batch.shape[1:] != rows.shape[1:]:
-        raise ValueError(f"cannot append rows of shape {tuple(batch.shape[1:])} to rows of shape {tuple(rows.shape[1:])}")
+        raise ValueError(
+            f"cannot append rows of shape {tuple(batch.shape[1:])} to rows of shape {tuple(rows.shape[1:])}"
+        )
     n = rows.shape[0]
     base = rows._base
     if base is not None and base.device == batch.device and rows.data_ptr() == base.data_ptr():

@@ -16,13 +16,13 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import optree
 import torch
 
+from scopedmetrics import tree
 from scopedmetrics.comm import Comm
 from scopedmetrics.errors import SyncError
 from scopedmetrics.reducers import Collective, Local, Reducer
-from scopedmetrics.state import NAMESPACE, concat, is_empty_cat
+from scopedmetrics.state import concat, is_empty_cat
 
 if TYPE_CHECKING:
     from scopedmetrics.metric import Metric
@@ -57,16 +57,16 @@ def path_str(prefix: str, *parts: Any) -> str:
 def _walk(m: Metric, prefix: str, w: _Walk) -> None:
     w.desc.append(f"{prefix or '<metric>'}: {m._describe()}")
     if m._whole_merge:
-        sub = optree.tree_leaves(m, namespace=NAMESPACE)
+        sub = tree.leaves(m)
         w.merges.append(m)
         w.merge_at.append(len(w.flat))
         w.flat.extend(sub)
         w.desc.append(f"{prefix}: merge " + ", ".join(f"{t.dtype} {t.ndim}-d" for t in sub))
         return
     for name, value, op in m._state_items():
-        paths, xs, _ = optree.tree_flatten_with_path(value, is_leaf=is_metric, namespace=NAMESPACE)
+        paths, xs, _ = tree.flatten_with_path(value, is_leaf=is_metric)
         for path, x in zip(paths, xs):
-            p = path_str(prefix, name, *path)
+            p = path_str(prefix, name, *([path] if path else []))
             if is_metric(x):
                 _walk(x, p, w)
                 continue
@@ -102,13 +102,12 @@ def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Red
     flat = list(w.flat)
     for at, leaf in zip(w.where, leaves):
         flat[at] = leaf
-    for at, m, new in zip(w.merge_at, w.merges, merged):
-        sub = optree.tree_leaves(new, namespace=NAMESPACE)
+    for at, new in zip(w.merge_at, merged):
+        sub = tree.leaves(new)
         flat[at : at + len(sub)] = sub
     out = list(metrics)
     for i, (start, stop) in zip(todo, spans):
-        spec = optree.tree_structure(metrics[i], namespace=NAMESPACE)
-        out[i] = optree.tree_unflatten(spec, flat[start:stop])
+        out[i] = tree.unflatten(tree.structure(metrics[i]), flat[start:stop])
     return [m._with_mark(True) for m in out]
 
 
@@ -129,7 +128,7 @@ def collective_reduce(
     """Reduce many leaves and merge states over ``comm`` in as few collectives as possible."""
     fp = fingerprint(desc)
     cat_at = [i for i, op in enumerate(ops) if op == "cat"]
-    merge_leaves = [optree.tree_leaves(m, namespace=NAMESPACE) for m in merges]
+    merge_leaves = [tree.leaves(m) for m in merges]
     carried = [leaves[i] for i in cat_at] + list(itertools.chain.from_iterable(merge_leaves))
     payload = _pack(carried, comm.device) if carried else None
     size = 0 if payload is None else payload.numel()
@@ -150,11 +149,8 @@ def collective_reduce(
     merged = []
     offset = len(cat_at)
     for m, mine in zip(merges, merge_leaves):
-        spec = optree.tree_structure(m, namespace=NAMESPACE)
-        states = [
-            optree.tree_unflatten(spec, [t.to(x.device) for t, x in zip(parts[offset:], mine)])
-            for parts in per_rank
-        ]
+        spec = tree.structure(m)
+        states = [tree.unflatten(spec, [t.to(x.device) for t, x in zip(parts[offset:], mine)]) for parts in per_rank]
         merged.append(_fold(states))
         offset += len(mine)
     return out, merged
@@ -171,7 +167,7 @@ def _all_reduce_buckets(comm: Comm, leaves: list[torch.Tensor], ops: list[str], 
         flat = torch.cat(parts) if len(parts) > 1 else parts[0].clone()
         if flat.numel():
             flat = comm.all_reduce(flat, op)
-        for i, piece in zip(idx, flat.split([p.numel() for p in parts])):
+        for i, piece in zip(idx, torch.split(flat, [p.numel() for p in parts])):
             out[i] = piece.reshape(leaves[i].shape).to(leaves[i].device, dtype)
 
 
@@ -220,7 +216,8 @@ def _join_cat(path: str, parts: list[torch.Tensor], mine: torch.Tensor) -> torch
     for r, p in full[1:]:
         if p.dtype != p0.dtype or p.shape[1:] != p0.shape[1:]:
             raise SyncError(
-                f"participants disagree on cat state {path!r}: rank {r} holds {p.dtype} rows of shape {tuple(p.shape[1:])} "
+                f"participants disagree on cat state {path!r}: "
+                f"rank {r} holds {p.dtype} rows of shape {tuple(p.shape[1:])} "
                 f"but rank {r0} holds {p0.dtype} rows of shape {tuple(p0.shape[1:])}"
             )
     return concat([p for _, p in full]).to(mine.device)
@@ -244,14 +241,12 @@ def _raise_disagreement(comm: Comm, desc: list[str]) -> None:
         mine = d[i] if i < len(d) else "nothing more"
         theirs = ref[i] if i < len(ref) else "nothing more"
         diffs.append(f"rank {r} has {mine!r} where rank 0 has {theirs!r}")
-    raise SyncError(
-        f"participants disagree on what they reduce (seen on rank {comm.rank}): " + "; ".join(diffs)
-    )
+    raise SyncError(f"participants disagree on what they reduce (seen on rank {comm.rank}): " + "; ".join(diffs))
 
 
 def _plain_merge(reducer: Reducer, m: Metric) -> Metric:
     """Gather a whole state through a plain reducer's ``cat`` and fold it in rank order."""
-    leaves, spec = optree.tree_flatten(m, namespace=NAMESPACE)
+    leaves, spec = tree.flatten(m)
     head = torch.tensor([[1, *itertools.chain.from_iterable(t.shape for t in leaves)]])
     shapes = reducer(head, "cat").tolist()
     data = [reducer(t.reshape(-1), "cat") for t in leaves]
@@ -265,5 +260,5 @@ def _plain_merge(reducer: Reducer, m: Metric) -> Metric:
             n = torch.Size(shape).numel()
             mine.append(data[j][offsets[j] : offsets[j] + n].reshape(shape))
             offsets[j] += n
-        states.append(optree.tree_unflatten(spec, mine))
+        states.append(tree.unflatten(spec, mine))
     return _fold(states)
