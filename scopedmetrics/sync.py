@@ -130,10 +130,16 @@ def collective_reduce(
     cat_at = [i for i, op in enumerate(ops) if op == "cat"]
     merge_leaves = [tree.leaves(m) for m in merges]
     carried = [leaves[i] for i in cat_at] + list(itertools.chain.from_iterable(merge_leaves))
-    payload = _pack(carried, comm.device) if carried else None
+    failure: Exception | None = None
+    try:
+        payload = _pack(carried, comm.device) if carried else None
+    except Exception as err:  # noqa: BLE001 - every rank must still reach the header exchange
+        payload, failure = None, err
     size = 0 if payload is None else payload.numel()
-    header = torch.tensor([fp, size], dtype=torch.int64, device=comm.device)
+    header = torch.tensor([fp, size, failure is not None], dtype=torch.int64, device=comm.device)
     headers = torch.stack(comm.all_gather(header)).cpu()
+    if bool(headers[:, 2].any()):
+        _raise_failure(comm, failure)
     if bool((headers[:, 0] != fp).any()):
         _raise_disagreement(comm, desc)
     out = list(leaves)
@@ -228,6 +234,15 @@ def _fold(states: list[Metric]) -> Metric:
     for s in states[1:]:
         acc = acc.merge(s)
     return acc
+
+
+def _raise_failure(comm: Comm, failure: Exception | None) -> None:
+    """A rank could not prepare its part: it raises its own error, the others say which rank and why."""
+    every = comm.gather_objects(None if failure is None else f"{type(failure).__name__}: {failure}")
+    if failure is not None:
+        raise failure
+    why = "; ".join(f"rank {r}: {msg}" for r, msg in enumerate(every) if msg is not None)
+    raise SyncError(f"a participant failed before the reduction ({why})")
 
 
 def _raise_disagreement(comm: Comm, desc: list[str]) -> None:

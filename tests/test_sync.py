@@ -339,3 +339,20 @@ def test_subgroup_keys_must_pickle() -> None:
 
     with pytest.raises(TypeError, match="subgroup keys must pickle"):
         sm.simulate(body, 2)
+
+
+def unsupported_dtype_case(rank: int) -> Any:
+    m = sm.Cat()
+    if rank == 1:  # a dtype the byte payload cannot carry, on one rank only
+        m = m.replace(value=torch.zeros(2, dtype=torch.uint16))
+    else:
+        m = m.update(torch.ones(2))
+    return m.compute()
+
+
+def test_a_rank_failing_to_prepare_fails_every_rank_without_a_hang(world: Any) -> None:
+    outcomes = world.results(unsupported_dtype_case, 3)
+    assert not outcomes[1][0] and isinstance(outcomes[1][1], TypeError) and "uint16" in str(outcomes[1][1])
+    for r in (0, 2):
+        ok, err = outcomes[r]
+        assert not ok and isinstance(err, sm.SyncError) and "rank 1: TypeError" in str(err)
