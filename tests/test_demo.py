@@ -5,6 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+from scopedmetrics import demo
 from scopedmetrics.demo import main
 
 
@@ -22,8 +25,40 @@ def test_demo_with_gloo_processes_passes() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS: 18 values checked" in done.stdout
+    assert "4 gloo processes" in done.stdout  # the start-up progress, plain or rich
 
 
 def test_unknown_command_prints_usage() -> None:
     done = subprocess.run([sys.executable, "-m", "scopedmetrics", "nope"], capture_output=True, text=True)
     assert done.returncode == 2 and "usage" in done.stdout
+
+
+def test_plain_output_is_a_text_table(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--plain"]) == 0
+    out = capsys.readouterr().out
+    assert "scope      metric                reduced  one process  match" in out
+    assert "node1      reg.pearson" in out
+    assert "PASS: 18 values checked" in out
+
+
+def test_rich_output_is_a_rich_table(capsys) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("rich")
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "┃ scope" in out and "one process" in out
+    assert "PASS: 18 values checked" in out
+
+
+def test_without_rich_the_demo_falls_back_to_plain_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "rich.console", None)  # import rich.console now raises ImportError
+    assert isinstance(demo._output(plain=False), demo._Plain)
+
+
+def test_plain_progress_reports_each_phase(capsys) -> None:  # type: ignore[no-untyped-def]
+    with demo._Plain().progress(2) as event:
+        for kind in ("started", "joined", "done"):
+            event(kind, 0)
+            event(kind, 1)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "starting 2 gloo processes on 127.0.0.1 ..."
+    assert [line.split(" (")[0] for line in lines[1:]] == ["  all 2 started", "  all 2 joined", "  all 2 done"]
