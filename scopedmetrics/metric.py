@@ -16,7 +16,7 @@ import optree
 import torch
 
 from scopedmetrics import tree
-from scopedmetrics.state import NAMESPACE, StateSpec, combine, compact, is_empty_cat, spec_of, state, static
+from scopedmetrics.state import NAMESPACE, StateSpec, combine, compact, is_empty_cat, spec_of, static
 
 M = TypeVar("M", bound="Metric")
 
@@ -41,7 +41,9 @@ def _flatten(m: Metric) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
     return m._tree_flatten()
 
 
-@dataclass_transform(frozen_default=True, eq_default=False, field_specifiers=(state, static))
+# ``state`` is deliberately not a field specifier: to a type checker its call is the
+# field's default value, which matches the runtime (states always have one).
+@dataclass_transform(frozen_default=True, eq_default=False, field_specifiers=(static,))
 class Metric:
     """Base class of every metric: subclass it, declare fields, write ``update`` and ``compute``.
 
@@ -137,11 +139,25 @@ class Metric:
     # -- the public methods ------------------------------------------------
 
     def update(self: M, *args: Any, **kwargs: Any) -> M:
-        """Fold one batch in and return the new metric; ``self`` is unchanged."""
+        """Fold one batch in and return the new metric; ``self`` is unchanged.
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> m = sm.Sum()
+            >>> m2 = m.update(torch.tensor([1.0, 2.0]))
+            >>> m.sum_value, m2.sum_value
+            (tensor(0.), tensor(3.))
+        """
         raise NotImplementedError(f"{type(self).__name__} does not define update")
 
     def compute(self) -> Any:
-        """Reduce with the reducer in scope, then compute the value."""
+        """Reduce with the reducer in scope, then compute the value; ``self`` is unchanged.
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> sm.Mean().update(torch.tensor([1.0, 2.0])).compute()
+            tensor(1.5000)
+        """
         raise NotImplementedError(f"{type(self).__name__} does not define compute")
 
     def merge(self: M, other: M) -> M:
@@ -149,6 +165,16 @@ class Metric:
 
         ``m.merge(m.reset())`` is a no-op, and merge is associative, so any
         grouping of shards gives the same state.
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> a, b = sm.Sum().update(torch.tensor(1.0)), sm.Sum().update(torch.tensor(2.0))
+            >>> a.merge(b).compute()
+            tensor(3.)
+            >>> a.merge(sm.Max())
+            Traceback (most recent call last):
+            ...
+            TypeError: Sum.merge: cannot merge with Max
         """
         _check_compatible(self, other)
         new = {
@@ -157,7 +183,15 @@ class Metric:
         return self._rebuild(new)
 
     def reduce(self: M) -> M:
-        """The state reduced across the participants of the reducer in scope, marked reduced."""
+        """The state reduced across the participants of the reducer in scope, marked reduced.
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> def rank_fn(rank):
+            ...     return sm.Sum().update(torch.tensor(float(rank))).reduce().sum_value
+            >>> sm.simulate(rank_fn, world_size=3)
+            [tensor(3.), tensor(3.), tensor(3.)]
+        """
         if self._reduced:
             return self
         from scopedmetrics.scope import get_reducer
@@ -166,20 +200,45 @@ class Metric:
         return cast(M, reduce_metrics([self], [""], get_reducer())[0])
 
     def forward(self: M, *args: Any, **kwargs: Any) -> tuple[M, Any]:
-        """Fold the batch in and also return this batch's own value, computed locally."""
+        """Fold the batch in and also return this batch's own value, computed locally.
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> m, batch_mean = sm.Mean().update(torch.tensor([0.0])).forward(torch.tensor([4.0]))
+            >>> batch_mean, m.compute()
+            (tensor(4.), tensor(2.))
+        """
         batch = self.reset().update(*args, **kwargs)
         return self.merge(batch), batch._with_mark(True).compute()
 
     def reset(self: M) -> M:
-        """The empty state with the same configuration (the identity of ``merge``)."""
+        """The empty state with the same configuration (the identity of ``merge``).
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> sm.Sum().update(torch.tensor(5.0)).reset().compute()
+            tensor(0.)
+        """
         return type(self)(**{n: getattr(self, n) for n in self._init_statics})
 
     def to(self: M, *args: Any, **kwargs: Any) -> M:
-        """Every state moved or cast as ``Tensor.to(*args, **kwargs)`` would."""
+        """Every state moved or cast as ``Tensor.to(*args, **kwargs)`` would.
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> sm.Sum().to(torch.float64).sum_value.dtype
+            torch.float64
+        """
         return cast(M, tree.map_tensors(lambda t: t.to(*args, **kwargs), self))
 
     def replace(self: M, **fields: Any) -> M:
-        """Dataclass replace; the result is not marked reduced."""
+        """Dataclass replace; the result is not marked reduced.
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> sm.Sum().replace(sum_value=torch.tensor(2.0)).compute()
+            tensor(2.)
+        """
         unknown = fields.keys() - self._field_names()
         if unknown:
             raise TypeError(f"{type(self).__name__}.replace: unknown field(s) {sorted(unknown)}")
@@ -189,7 +248,13 @@ class Metric:
         return {*self._state_names, *self._static_names}
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """The state leaves keyed by their dotted paths (``"inner.c.sum_sq"``)."""
+        """The state leaves keyed by their dotted paths (``"inner.c.sum_sq"``).
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> sm.Collection(a=sm.Mean()).state_dict()
+            {'a.mean_value': tensor(0.), 'a.weight': tensor(0.)}
+        """
         paths, leaves, _ = tree.flatten_with_path(self)
         return {p: compact(t) for p, t in zip(paths, leaves)}
 
@@ -198,7 +263,18 @@ class Metric:
         return {k: tree.map_tensors(compact, v) if k in self._state_names else v for k, v in self.__dict__.items()}
 
     def load_state_dict(self: M, state_dict: dict[str, torch.Tensor]) -> M:
-        """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole."""
+        """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole.
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> saved = sm.Sum().update(torch.tensor(4.0)).state_dict()
+            >>> sm.Sum().load_state_dict(saved).compute()
+            tensor(4.)
+            >>> sm.Sum().load_state_dict({})
+            Traceback (most recent call last):
+            ...
+            ValueError: Sum.load_state_dict: missing keys ['sum_value'], unexpected keys []
+        """
         keys, leaves, spec = tree.flatten_with_path(self)
         name = type(self).__name__
         missing, extra = set(keys) - state_dict.keys(), state_dict.keys() - set(keys)

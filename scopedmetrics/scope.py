@@ -65,7 +65,14 @@ def set_reducer(reducer: Reducer) -> None:
 
 
 def reset_reducer() -> None:
-    """Forget ``set_reducer``: the built-in default applies again."""
+    """Forget ``set_reducer``: the built-in default applies again.
+
+    Example:
+        >>> import scopedmetrics as sm
+        >>> sm.set_reducer(lambda t, op: t); sm.reset_reducer()
+        >>> sm.get_reducer()
+        local()
+    """
     global _GLOBAL
     with _LOCK:
         _GLOBAL = None
