@@ -3,6 +3,9 @@
 A gloo world is a pool of ``size`` spawned processes joined by
 ``torch.distributed`` on 127.0.0.1; it is kept between tests and rebuilt after
 any test in which a rank failed, since a failed collective can poison a group.
+A worker that dies (``os._exit`` in a test body, a crash) is reported as
+``WorkerDiedError`` for its rank as soon as its process is gone, instead of being
+waited for until the harness times out; the world is then marked broken.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import multiprocessing as mp
 import os
 import queue
 import socket
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +23,12 @@ import torch
 
 import scopedmetrics as sm
 from scopedmetrics.comm import Comm
+
+_POLL = 0.2  # seconds between checks for dead workers while waiting for results
+
+
+class WorkerDiedError(RuntimeError):
+    """A gloo worker's process exited (``os._exit``, a crash) before answering."""
 
 
 def free_port() -> int:
@@ -69,37 +79,49 @@ class GlooWorld:
         self.broken = False
 
     def run(self, fn: Callable[..., Any], *args: Any, timeout: float = 120.0) -> list[Any]:
-        for box in self.inboxes:
-            box.put((fn, args))
-        results: dict[int, tuple[bool, Any]] = {}
-        try:
-            while len(results) < self.size:
-                rank, ok, value = self.outbox.get(timeout=timeout)
-                results[rank] = (ok, value)
-        except queue.Empty:
-            self.broken = True
-            raise TimeoutError(f"gloo world hung: ranks {sorted(set(range(self.size)) - results.keys())} never finished")
+        results = self._collect(fn, args, timeout)
         errors = [v for ok, v in results.values() if not ok]
         if errors:
-            self.broken = _poisoned(errors)
+            self.broken = self.broken or _poisoned(errors)
             original = [e for e in errors if not isinstance(e, sm.SyncError)]
             raise (original or errors)[0]
         return [results[r][1] for r in range(self.size)]
 
     def results(self, fn: Callable[..., Any], *args: Any, timeout: float = 120.0) -> list[tuple[bool, Any]]:
-        """Every rank's ``(ok, value or exception)``, for tests where ranks are meant to fail."""
+        """Every rank's ``(ok, value or exception)``, for tests where ranks are meant to fail.
+
+        A rank whose process died reports ``(False, WorkerDiedError(...))``.
+        """
+        out = self._collect(fn, args, timeout)
+        self.broken = self.broken or _poisoned([v for ok, v in out.values() if not ok])
+        return [out[r] for r in range(self.size)]
+
+    def _collect(self, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> dict[int, tuple[bool, Any]]:
+        """Send ``fn`` to every rank and gather ``rank -> (ok, value)``; dead ranks are reported, not awaited."""
         for box in self.inboxes:
             box.put((fn, args))
         out: dict[int, tuple[bool, Any]] = {}
-        try:
-            while len(out) < self.size:
-                rank, ok, value = self.outbox.get(timeout=timeout)
-                out[rank] = (ok, value)
-        except queue.Empty:
-            self.broken = True
-            raise TimeoutError(f"gloo world hung: ranks {sorted(set(range(self.size)) - out.keys())} never finished")
-        self.broken = _poisoned([v for ok, v in out.values() if not ok])
-        return [out[r] for r in range(self.size)]
+        deadline = time.monotonic() + timeout
+        while len(out) < self.size:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.broken = True
+                missing = sorted(set(range(self.size)) - out.keys())
+                raise TimeoutError(f"gloo world hung: ranks {missing} never finished")
+            try:
+                rank, ok, value = self.outbox.get(timeout=min(left, _POLL))
+            except queue.Empty:
+                self._report_dead(out)
+                continue
+            out.setdefault(rank, (ok, value))
+        return out
+
+    def _report_dead(self, out: dict[int, tuple[bool, Any]]) -> None:
+        """Record ``WorkerDiedError`` for every rank whose process has exited without answering."""
+        for r, p in enumerate(self.procs):
+            if r not in out and p.exitcode is not None:
+                self.broken = True
+                out[r] = (False, WorkerDiedError(f"rank {r}'s process exited with code {p.exitcode}"))
 
     def close(self) -> None:
         for box, p in zip(self.inboxes, self.procs):
