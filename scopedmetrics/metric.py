@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
 
 import optree
@@ -68,6 +68,7 @@ class Metric:
     _init_statics: ClassVar[tuple[str, ...]] = ()
     _ops: ClassVar[dict[str, str | None]] = {}
     _whole_merge: ClassVar[bool] = False
+    _rows_of_any_kind: ClassVar[bool] = False  # True for generic containers (Cat): empty cat leaves load any rows
     _reduced = False  # plain class attribute, not a field: reduced instances set it in __dict__
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -275,8 +276,12 @@ class Metric:
             ...
             ValueError: Sum.load_state_dict: missing keys ['sum_value'], unexpected keys []
         """
-        keys, leaves, spec = tree.flatten_with_path(self)
         name = type(self).__name__
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(
+                f"{name}.load_state_dict: expected a mapping of path to tensor, got {type(state_dict).__name__}"
+            )
+        keys, leaves, spec = tree.flatten_with_path(self)
         missing, extra = set(keys) - state_dict.keys(), state_dict.keys() - set(keys)
         if missing or extra:
             raise ValueError(f"{name}.load_state_dict: missing keys {sorted(missing)}, unexpected keys {sorted(extra)}")
@@ -286,10 +291,13 @@ class Metric:
             t = state_dict[key]
             if not isinstance(t, torch.Tensor):
                 raise ValueError(f"{name}.load_state_dict: {key!r} is {type(t).__name__}, not a tensor")
+            if self._rows_of_any_kind and shape_free and old.shape == (0,) and t.ndim >= 1:
+                new.append(t.to(old.device))  # an empty leaf of a generic container joins any rows
+                continue
             if t.dtype != old.dtype:
                 raise ValueError(f"{name}.load_state_dict: {key!r} has dtype {t.dtype}, expected {old.dtype}")
-            ok = t.ndim == old.ndim and (shape_free or t.shape[1:] == old.shape[1:])
-            if not ok or (not shape_free and t.shape != old.shape):
+            same = t.shape[1:] == old.shape[1:] if shape_free else t.shape == old.shape
+            if t.ndim != old.ndim or not same:
                 raise ValueError(
                     f"{name}.load_state_dict: {key!r} has shape {tuple(t.shape)}, expected {tuple(old.shape)}"
                 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
+import os
 import sys
 import threading
 from types import FrameType, TracebackType
@@ -20,6 +21,7 @@ from scopedmetrics.reducers import Reducer, default_reducer
 
 _SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 _CM_ENTER = contextlib._GeneratorContextManager.__enter__.__code__
+_CONTEXTLIB = contextlib.__file__
 _FAR = 1 << 30  # depth given to blocks whose opening frame has returned (manual __enter__)
 
 
@@ -29,15 +31,16 @@ class _Entry:
     __slots__ = ("reducer", "frame", "suspendable")
 
     def __init__(self, reducer: Reducer, frame: FrameType) -> None:
-        # A block opened inside a @contextmanager generator belongs to the
-        # code that entered that manager: such helpers are meant to scope it.
-        while (
-            frame.f_code.co_flags & _SUSPENDABLE
-            and frame.f_back is not None
-            and frame.f_back.f_code is _CM_ENTER
-            and frame.f_back.f_back is not None
-        ):
-            frame = frame.f_back.f_back
+        # A block entered through contextlib (ExitStack.enter_context) belongs to
+        # the code that called it; one opened inside a @contextmanager generator
+        # belongs to the code that entered that manager, which it is meant to scope.
+        while frame.f_back is not None:
+            if frame.f_code.co_filename == _CONTEXTLIB:
+                frame = frame.f_back
+            elif frame.f_code.co_flags & _SUSPENDABLE and frame.f_back.f_code is _CM_ENTER and frame.f_back.f_back:
+                frame = frame.f_back.f_back
+            else:
+                break
         self.reducer = reducer
         self.frame = frame
         self.suspendable = bool(frame.f_code.co_flags & _SUSPENDABLE)
@@ -46,6 +49,15 @@ class _Entry:
 _STACK: contextvars.ContextVar[tuple[_Entry, ...]] = contextvars.ContextVar("scopedmetrics_reducers", default=())
 _GLOBAL: Reducer | None = None
 _LOCK = threading.Lock()
+
+
+def _forget_scopes_in_child() -> None:
+    """A forked child (a DataLoader worker, say) starts with no open blocks: they belong to the parent."""
+    _STACK.set(())
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_scopes_in_child)
 
 
 def set_reducer(reducer: Reducer) -> None:

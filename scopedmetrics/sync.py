@@ -37,6 +37,7 @@ class _Walk:
     paths: list[str] = dataclasses.field(default_factory=list)
     where: list[int] = dataclasses.field(default_factory=list)  # leaf unit -> flat index
     merges: list[Metric] = dataclasses.field(default_factory=list)
+    merge_paths: list[str] = dataclasses.field(default_factory=list)
     merge_at: list[int] = dataclasses.field(default_factory=list)  # merge unit -> flat index
     flat: list[torch.Tensor] = dataclasses.field(default_factory=list)  # every leaf, in tree order
     desc: list[str] = dataclasses.field(default_factory=list)
@@ -59,6 +60,7 @@ def _walk(m: Metric, prefix: str, w: _Walk) -> None:
     if m._whole_merge:
         sub = tree.leaves(m)
         w.merges.append(m)
+        w.merge_paths.append(prefix or type(m).__name__)
         w.merge_at.append(len(w.flat))
         w.flat.extend(sub)
         w.desc.append(f"{prefix}: merge " + ", ".join(f"{t.dtype} {t.ndim}-d" for t in sub))
@@ -95,7 +97,7 @@ def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Red
         _walk(metrics[i], names[i], w)
         spans.append((start, len(w.flat)))
     if isinstance(reducer, Collective):
-        leaves, merged = collective_reduce(reducer.comm, w.leaves, w.ops, w.paths, w.merges, w.desc)
+        leaves, merged = collective_reduce(reducer.comm, w.leaves, w.ops, w.paths, w.merges, w.desc, w.merge_paths)
     else:
         leaves = [reducer(t, op) for t, op in zip(w.leaves, w.ops)]
         merged = [_plain_merge(reducer, m) for m in w.merges]
@@ -124,6 +126,7 @@ def collective_reduce(
     paths: list[str],
     merges: list[Metric],
     desc: list[str],
+    merge_paths: list[str] | None = None,
 ) -> tuple[list[torch.Tensor], list[Metric]]:
     """Reduce many leaves and merge states over ``comm`` in as few collectives as possible."""
     fp = fingerprint(desc)
@@ -154,10 +157,10 @@ def collective_reduce(
         out[i] = _join_cat(paths[i], [parts[k] for parts in per_rank], leaves[i])
     merged = []
     offset = len(cat_at)
-    for m, mine in zip(merges, merge_leaves):
+    for k, (m, mine) in enumerate(zip(merges, merge_leaves)):
         spec = tree.structure(m)
         states = [tree.unflatten(spec, [t.to(x.device) for t, x in zip(parts[offset:], mine)]) for parts in per_rank]
-        merged.append(_fold(states))
+        merged.append(_fold(states, merge_paths[k] if merge_paths else type(m).__name__))
         offset += len(mine)
     return out, merged
 
@@ -229,10 +232,16 @@ def _join_cat(path: str, parts: list[torch.Tensor], mine: torch.Tensor) -> torch
     return concat([p for _, p in full]).to(mine.device)
 
 
-def _fold(states: list[Metric]) -> Metric:
+def _fold(states: list[Metric], path: str = "") -> Metric:
+    """Merge every participant's state in rank order; a refused merge is a disagreement."""
     acc = states[0]
-    for s in states[1:]:
-        acc = acc.merge(s)
+    for r, s in enumerate(states[1:], start=1):
+        try:
+            acc = acc.merge(s)
+        except (TypeError, ValueError) as err:
+            raise SyncError(
+                f"participants disagree on merge state {path!r}: rank {r}'s state does not merge ({err})"
+            ) from err
     return acc
 
 
