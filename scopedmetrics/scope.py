@@ -34,11 +34,11 @@ class _Entry:
         # A block entered through contextlib (ExitStack.enter_context) belongs to
         # the code that called it; one opened inside a @contextmanager generator
         # belongs to the code that entered that manager, which it is meant to scope.
-        while frame.f_back is not None:
+        while (back := frame.f_back) is not None:
             if frame.f_code.co_filename == _CONTEXTLIB:
-                frame = frame.f_back
-            elif frame.f_code.co_flags & _SUSPENDABLE and frame.f_back.f_code is _CM_ENTER and frame.f_back.f_back:
-                frame = frame.f_back.f_back
+                frame = back
+            elif frame.f_code.co_flags & _SUSPENDABLE and back.f_code is _CM_ENTER and back.f_back is not None:
+                frame = back.f_back
             else:
                 break
         self.reducer = reducer
