@@ -9,6 +9,7 @@ world in ``simulate.py`` offers the same surface over threads.
 from __future__ import annotations
 
 import pickle
+import time
 from abc import ABC, abstractmethod
 from datetime import timedelta
 from typing import Any
@@ -43,6 +44,9 @@ class Comm(ABC):
     def subcomm(self, members: list[int]) -> Comm:
         """The group of ``members`` (ranks of this group, ascending); only they call."""
 
+    def arrive(self) -> None:  # noqa: B027 - optional hook; in-memory worlds know who is missing
+        """Note that this rank begins its next reduction, so a failure can name who never came."""
+
     def gather_objects(self, obj: Any) -> list[Any]:
         """Every participant's picklable ``obj``, in rank order (two gathers)."""
         try:
@@ -70,6 +74,7 @@ _REDUCE_OPS = {
     "prod": dist.ReduceOp.PRODUCT,
 }
 _GROUPS: dict[tuple[Any, tuple[int, ...]], Any] = {}
+_ARRIVALS: dict[tuple[int, ...], int] = {}  # group's global ranks -> reductions this process began
 
 
 class TorchComm(Comm):
@@ -111,17 +116,60 @@ class TorchComm(Comm):
         """Global ranks of this group's ``members``."""
         return tuple(dist.get_global_rank(self.group, r) for r in members)
 
+    def _members(self) -> tuple[int, ...]:
+        return self.global_ranks(list(range(self.size)))
+
+    def _arrival_key(self, members: tuple[int, ...], global_rank: int) -> str:
+        return f"scopedmetrics/arrived/{'_'.join(map(str, members))}/{global_rank}"
+
+    def arrive(self) -> None:
+        members = self._members()
+        count = _ARRIVALS[members] = _ARRIVALS.get(members, 0) + 1
+        store = dist.distributed_c10d._get_default_store()
+        store.set(self._arrival_key(members, dist.get_rank()), str(count))
+
+    def _absent(self, grace: float) -> str:
+        """Which ranks of the group have not begun the reduction this rank is in (best effort).
+
+        Live ranks may still be on their way when a dead peer fails the call at
+        once, so the answer is polled until it holds still for half a second.
+        """
+        try:
+            members = self._members()
+            mine = _ARRIVALS.get(members, 0)
+            store = dist.distributed_c10d._get_default_store()
+            deadline, stable_since, behind = time.monotonic() + grace, time.monotonic(), None
+            while True:
+                now = [
+                    g
+                    for g, r in enumerate(members)
+                    if not store.check([key := self._arrival_key(members, r)]) or int(store.get(key)) < mine
+                ]
+                if now != behind:
+                    behind, stable_since = now, time.monotonic()
+                if not behind or time.monotonic() - stable_since >= 0.5 or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
+        except Exception:  # noqa: BLE001 - the store may be gone with the rank that hosted it
+            return ""
+        if not behind:
+            return "; every rank began this reduction, so one left during it"
+        return f"; rank(s) {behind} of the group never began this reduction"
+
     def _wait(self, work: Any, what: str) -> None:
+        started = time.monotonic()
         try:
             if self.timeout is None:
                 work.wait()
             else:
                 work.wait(timedelta(seconds=self.timeout))
         except Exception as err:  # gloo raises RuntimeError, NCCL DistBackendError
+            waited = time.monotonic() - started
+            timed_out = self.timeout is not None and waited >= 0.9 * self.timeout
+            how = f"timed out after {self.timeout}s" if timed_out else f"failed after {waited:.2f}s"
             raise SyncError(
-                f"{what} on rank {self.rank} of {self.size} failed"
-                + (f" within the {self.timeout}s timeout" if self.timeout else "")
-                + f": a participant did not arrive or left ({err})"
+                f"{what} on rank {self.rank} of {self.size} {how}: a participant did not arrive or left"
+                f"{self._absent(grace=2.0 if self.timeout is None else min(2.0, self.timeout))} ({err})"
             ) from err
 
     def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
@@ -187,6 +235,9 @@ class SplitComm(TorchComm):
 
     def global_ranks(self, members: list[int]) -> tuple[int, ...]:
         return tuple(self.ranks[r] for r in members)
+
+    def _members(self) -> tuple[int, ...]:
+        return self.ranks
 
     def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         out = [torch.empty_like(tensor) for _ in range(self.size)]

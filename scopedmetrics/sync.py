@@ -129,6 +129,7 @@ def collective_reduce(
     merge_paths: list[str] | None = None,
 ) -> tuple[list[torch.Tensor], list[Metric]]:
     """Reduce many leaves and merge states over ``comm`` in as few collectives as possible."""
+    comm.arrive()
     fp = fingerprint(desc)
     cat_at = [i for i, op in enumerate(ops) if op == "cat"]
     merge_leaves = [tree.leaves(m) for m in merges]
