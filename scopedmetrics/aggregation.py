@@ -7,6 +7,7 @@ Names and arguments follow TorchMetrics' ``SumMetric``, ``MeanMetric``, ...;
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -138,6 +139,9 @@ class Mean(Metric):
         _check_strategy(self)
 
     def update(self, value: Any, weight: Any = 1.0) -> Mean:
+        fast = self._unweighted(value, weight)
+        if fast is not None:
+            return fast
         x = _values(self, value, self.mean_value.dtype)
         w = torch.as_tensor(weight, dtype=self.weight.dtype)
         if w.shape != x.shape:
@@ -150,6 +154,23 @@ class Mean(Metric):
         if bool((w < 0).any()):
             raise ValueError("Mean.update: weight must be non-negative")
         return self.replace(mean_value=self.mean_value + (x * w).sum(), weight=self.weight + w.sum())
+
+    def _unweighted(self, value: Any, weight: Any) -> Mean | None:
+        """The common case in three ops: a tensor of the state's dtype, weight 1 (``None``: take the general path).
+
+        Adding ``x.sum()`` and ``x.numel()`` is what the general path computes for
+        unit weights. A sum that is not NaN proves there is no NaN to handle; a
+        NaN sum (NaNs, or opposite infinities) leaves the batch to the general path.
+        """
+        dtype = self.mean_value.dtype
+        if type(weight) not in (float, int) or weight != 1 or not isinstance(value, torch.Tensor):
+            return None
+        if value.dtype != dtype or value.device != self.mean_value.device:
+            return None
+        total = value.sum()
+        if self.nan_strategy != "disable" and math.isnan(total.item()):
+            return None
+        return self.replace(mean_value=self.mean_value + total, weight=self.weight + value.numel())
 
     def compute(self) -> torch.Tensor:
         return self.mean_value / self.weight

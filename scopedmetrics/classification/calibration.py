@@ -42,12 +42,13 @@ def _init_bins(m: Any) -> None:
     object.__setattr__(m, "bin_correct", torch.zeros(m.n_bins, dtype=torch.long))
 
 
-def _binned(m: _M, conf: torch.Tensor, correct: torch.Tensor, keep: torch.Tensor) -> _M:
+def _binned(m: _M, conf: torch.Tensor, correct: torch.Tensor, keep: torch.Tensor | None) -> _M:
     """``m`` with the kept ``(conf, correct)`` pairs added to their bins."""
     n = m.n_bins  # type: ignore[attr-defined]
     edges = torch.linspace(0, 1, n + 1, dtype=conf.dtype, device=conf.device)
     idx = (torch.bucketize(conf, edges, right=True) - 1).clamp(0, n - 1)
-    idx = torch.where(keep, idx, n)
+    if keep is not None:
+        idx = torch.where(keep, idx, n)
     conf_sum = torch.zeros(n + 1, dtype=conf.dtype, device=conf.device).scatter_add_(0, idx, conf)[:n]
     return m.replace(
         bin_count=m.bin_count + bincount(idx, n),  # type: ignore[attr-defined]

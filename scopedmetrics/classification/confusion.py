@@ -100,8 +100,8 @@ class _BinaryConfusion(Metric):
     def update(self: _M, preds: torch.Tensor, target: torch.Tensor) -> _M:
         """Fold in a batch: ``preds`` and ``target`` of the same shape ``(N, ...)``."""
         p, t, keep = binary_labels(self, preds, target)
-        idx = torch.where(keep, t.long() * 2 + p.long(), 4)
-        return self.replace(confmat=self.confmat + bincount(idx, 4).reshape(2, 2))  # type: ignore[attr-defined]
+        counts = bincount(t.long() * 2 + p, 4, keep)
+        return self.replace(confmat=self.confmat + counts.view(2, 2))  # type: ignore[attr-defined]
 
 
 class BinaryConfusionMatrix(_BinaryConfusion):
@@ -185,7 +185,7 @@ class _MulticlassConfusion(Metric):
         """
         c = self.num_classes  # type: ignore[attr-defined]
         p, t, keep = multiclass_labels(self, preds, target)
-        counts = bincount(torch.where(keep, t * c + p, c * c), c * c).reshape(c, c)
+        counts = bincount(torch.add(p, t, alpha=c), c * c, keep).view(c, c)  # index t * c + p
         return self.replace(confmat=self.confmat + counts)  # type: ignore[attr-defined]
 
 
@@ -272,8 +272,8 @@ class _MultilabelConfusion(Metric):
         n = self.num_labels  # type: ignore[attr-defined]
         p, t, keep = multilabel_labels(self, preds, target)
         label = torch.arange(n, device=p.device) * 4
-        idx = torch.where(keep, label + t.long() * 2 + p.long(), 4 * n)
-        return self.replace(confmat=self.confmat + bincount(idx, 4 * n).reshape(n, 2, 2))  # type: ignore[attr-defined]
+        counts = bincount(label + t.long() * 2 + p, 4 * n, keep)
+        return self.replace(confmat=self.confmat + counts.view(n, 2, 2))  # type: ignore[attr-defined]
 
 
 class MultilabelConfusionMatrix(_MultilabelConfusion):

@@ -33,6 +33,7 @@ for multiclass), decided per batch like TorchMetrics.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import KW_ONLY
 from typing import Any, TypeVar, Union
@@ -50,6 +51,7 @@ from scopedmetrics.classification.inputs import (
     check_ignore_index,
     check_int,
     check_one_of,
+    finite_scores,
 )
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import append, state, static
@@ -136,17 +138,28 @@ def _thr(m: Any) -> Tensor:
 # -- update --------------------------------------------------------------------
 
 
-def _scores(preds: Tensor, normalize: str) -> Tensor:
-    """Probabilities as float32 (logits go through sigmoid/softmax first, in at least float32)."""
+def _scores(preds: Tensor, normalize: str, extremes: tuple[float, float] | None = None) -> Tensor:
+    """Probabilities as float32 (logits go through sigmoid/softmax first, in at least float32).
+
+    ``extremes`` are ``preds``' minimum and maximum when the caller has them already.
+    """
+    if preds.dtype == torch.float32:
+        return _probabilities(preds, normalize, extremes)
     preds = preds.to(torch.promote_types(preds.dtype, torch.float32))
-    return _probabilities(preds, normalize).to(torch.float32)
+    return _probabilities(preds, normalize, extremes).to(torch.float32)
+
+
+@functools.lru_cache(maxsize=64)
+def _bin_edges(thresholds: int | tuple[float, ...], device: torch.device) -> Tensor:
+    """The thresholds ``update`` compares with, made once per configuration and device (never handed out)."""
+    return _threshold_values(thresholds, device)
 
 
 def _bin(scores: Tensor, positive: Tensor, thresholds: Any, keep: Tensor | None = None) -> Tensor:
     """Count samples by (column, number of thresholds reached, label) in one ``bincount``."""
-    thr = _threshold_values(thresholds, scores.device)
+    thr = _bin_edges(thresholds, scores.device)
     slots = 2 * (len(thr) + 1)
-    index = torch.bucketize(scores.contiguous(), thr, right=True) * 2 + positive.long()
+    index = torch.add(positive.long(), torch.bucketize(scores.contiguous(), thr, right=True), alpha=2)
     if scores.ndim == 2:
         index = index + torch.arange(scores.shape[1], device=scores.device) * slots
     if keep is not None:
@@ -370,14 +383,17 @@ class _BinaryCurve(Metric):
 
     def update(self: B, preds: Tensor, target: Tensor) -> B:
         """Fold in scores ``preds`` (N, ...) and 0/1 labels ``target`` of the same shape."""
+        extremes = None
         if self.validate_args:
-            _binary_checks(self, preds, target, scores_only=True)
-            _no_nan(self, preds, finite=True)
-        preds, target = preds.reshape(-1), target.reshape(-1)
+            _binary_checks(self, preds, target, scores_only=True, nan=False)
+            extremes = finite_scores(self, preds)  # NaN, then infinities, as the checks above would go on
+        if preds.ndim != 1:
+            preds, target = preds.reshape(-1), target.reshape(-1)
         if self.ignore_index is not None:
             keep = target != self.ignore_index
             preds, target = preds[keep], target[keep]
-        scores, target = _scores(preds, "sigmoid"), target.long()
+            extremes = None
+        scores, target = _scores(preds, "sigmoid", extremes), target.long()
         if self.thresholds is None:
             return self.replace(preds=append(self.preds, scores), target=append(self.target, target))
         return self.replace(counts=self.counts + _bin(scores, target, self.thresholds))
@@ -405,8 +421,10 @@ class _MulticlassCurve(Metric):
         """Fold in scores ``preds`` (N, C, ...) and class labels ``target`` (N, ...)."""
         if self.validate_args:
             _multiclass_checks(self, preds, target, scores_only=True)
-        preds = preds.movedim(1, -1).reshape(-1, self.num_classes)
-        target = target.reshape(-1).long()
+        if preds.ndim != 2:
+            preds = preds.movedim(1, -1).reshape(-1, self.num_classes)
+            target = target.reshape(-1)
+        target = target.long()
         if self.ignore_index is not None:
             keep = target != self.ignore_index
             preds, target = preds[keep], target[keep]

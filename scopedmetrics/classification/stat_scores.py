@@ -12,6 +12,7 @@ same input options therefore updates the counts once.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -153,13 +154,12 @@ class BinaryStatScores(Metric):
     def update(self: _M, preds: torch.Tensor, target: torch.Tensor) -> _M:
         """Fold in a batch: ``preds`` and ``target`` of the same shape ``(N, ...)``."""
         p, t, keep = binary_labels(self, preds, target)
-        pos, neg = keep & t, keep & ~t
-        return self.replace(
-            tp=self.tp + (pos & p).sum(),  # type: ignore[attr-defined]
-            fp=self.fp + (neg & p).sum(),  # type: ignore[attr-defined]
-            tn=self.tn + (neg & ~p).sum(),  # type: ignore[attr-defined]
-            fn=self.fn + (pos & ~p).sum(),  # type: ignore[attr-defined]
-        )
+        # one bincount of 2 * (not predicted) + (missed): 0 tp, 1 fp, 2 tn, 3 fn; 4 drops an ignored sample
+        index = (~p).long() * 2 + (p != t)
+        counts = bincount(index, 4, keep)
+        old = torch.stack([self.tp, self.fp, self.tn, self.fn])  # type: ignore[attr-defined]
+        tp, fp, tn, fn = (old + counts).unbind(0)
+        return self.replace(tp=tp, fp=fp, tn=tn, fn=fn)
 
     def compute(self) -> torch.Tensor:
         return torch.stack([self.tp, self.fp, self.tn, self.fn, self.tp + self.fn])
@@ -309,18 +309,72 @@ class _MulticlassCounts(Metric):
 
         Scores become labels by argmax (see ``multiclass_labels`` for ``top_k``).
         """
-        c = self.num_classes  # type: ignore[attr-defined]
         p, t, keep = multiclass_labels(self, preds, target)
-        hits = bincount(torch.where(keep & (p == t), t, c), c)
-        predicted = bincount(torch.where(keep, p, c), c) - hits
-        missed = bincount(torch.where(keep, t, c), c) - hits
-        rest = keep.sum() - hits - predicted - missed
-        return self.replace(
-            tp=self.tp + hits,  # type: ignore[attr-defined]
-            fp=self.fp + predicted,  # type: ignore[attr-defined]
-            tn=self.tn + rest,  # type: ignore[attr-defined]
-            fn=self.fn + missed,  # type: ignore[attr-defined]
-        )
+        old = (self.tp, self.fp, self.tn, self.fn)  # type: ignore[attr-defined]
+        tp, fp, tn, fn = _add_class_counts(old, p, t, keep, self.num_classes).unbind(0)  # type: ignore[attr-defined]
+        return self.replace(tp=tp, fp=fp, tn=tn, fn=fn)
+
+
+def _add_class_counts(
+    old: tuple[torch.Tensor, ...], p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None, c: int,
+    matmul: bool | None = None,
+) -> torch.Tensor:
+    """``old`` per-class ``[tp, fp, tn, fn]`` plus those of a batch of labels, stacked ``(4, c)``.
+
+    One ``bincount`` counts predictions by class, shifted by ``c`` when they
+    miss (hits: tp, misses: fp), and targets shifted by ``2c`` (support); a
+    batch of at least ``c * c`` samples counts the confusion matrix instead
+    (one pass over the batch) and reads the same three rows off it. The
+    rest is a fixed linear map, ``fn = support - tp`` and
+    ``tn = n - fp - support``: an integer ``addmm`` on the CPU (``matmul=None``
+    picks by device; other devices have no integer matmul), else elementwise.
+    Small batches pay per op, so fewer ops is what makes this fast.
+
+    Example:
+        >>> import torch
+        >>> old = tuple(torch.zeros(3, dtype=torch.long) for _ in range(4))
+        >>> p, t = torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])
+        >>> _add_class_counts(old, p, t, None, 3)
+        tensor([[1, 1, 1],
+                [0, 1, 0],
+                [2, 2, 3],
+                [1, 0, 0]])
+        >>> torch.equal(_add_class_counts(old, p, t, None, 3, matmul=False), _add_class_counts(old, p, t, None, 3))
+        True
+    """
+    n: int | torch.Tensor = p.shape[0] if keep is None else keep.sum()
+    if c * c <= p.shape[0]:
+        counts = _confusion_counts(p, t, keep, c)
+    else:
+        miss = p != t
+        index = torch.cat([torch.add(p, miss, alpha=c), t + 2 * c])
+        if keep is not None:
+            index = torch.where(keep.repeat(2), index, 3 * c)
+        # the slice drops ignored samples and, with validate_args=False, labels out of range; it
+        # is unconditional because torch.compile cannot branch on a length that depends on data
+        counts = torch.bincount(index, minlength=3 * c)[: 3 * c].view(3, c)
+    tp, fp, tn, fn = old
+    base = torch.stack([tp, fp, tn + n, fn])
+    if matmul if matmul is not None else counts.device.type == "cpu":
+        return torch.addmm(base, _mixing(counts.device), counts)
+    hit, wrong, support = counts.unbind(0)
+    return base + torch.stack([hit, wrong, -(wrong + support), support - hit])
+
+
+def _confusion_counts(p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None, c: int) -> torch.Tensor:
+    """``[hits, misses by prediction, support]`` through the confusion matrix: one pass over a large batch."""
+    index = torch.add(p, t, alpha=c)  # t * c + p
+    if keep is not None:
+        index = torch.where(keep, index, c * c)
+    cm = torch.bincount(index, minlength=c * c)[: c * c].view(c, c)
+    hits = cm.diagonal()
+    return torch.stack([hits, cm.sum(0) - hits, cm.sum(1)])
+
+
+@functools.cache
+def _mixing(device: torch.device) -> torch.Tensor:
+    """Rows ``[tp, fp, tn - n, fn]`` from ``[hits, misses by prediction, support]``."""
+    return torch.tensor([[1, 0, 0], [0, 1, 0], [0, -1, -1], [-1, 0, 1]], device=device)
 
 
 class MulticlassStatScores(_MulticlassCounts):
@@ -495,7 +549,7 @@ class _MultilabelCounts(Metric):
     def update(self: _M, preds: torch.Tensor, target: torch.Tensor) -> _M:
         """Fold in a batch: ``preds`` and ``target`` of the same shape ``(N, L, ...)``."""
         p, t, keep = multilabel_labels(self, preds, target)
-        pos, neg = keep & t, keep & ~t
+        pos, neg = (t, ~t) if keep is None else (keep & t, keep & ~t)
         return self.replace(
             tp=self.tp + (pos & p).sum(0),  # type: ignore[attr-defined]
             fp=self.fp + (neg & p).sum(0),  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ shape. Checks that read the data (finite values, domains) are skipped with
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import torch
@@ -57,8 +58,29 @@ def tensor_arg(owner: Metric, name: str, value: Any) -> torch.Tensor:
 
 def check_finite(owner: Metric, name: str, x: torch.Tensor) -> None:
     """Refuse NaN and infinite values, which would poison the state for every participant."""
-    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+    if x.is_floating_point() and not all_finite(x):
         raise ValueError(f"{where(owner)}: argument `{name}` contains non-finite values (NaN or inf)")
+
+
+def all_finite(x: torch.Tensor) -> bool:
+    """Whether every value of float ``x`` is finite: one ``aminmax`` (NaN and infinities are extremes)."""
+    if x.numel() <= 1:
+        return x.numel() == 0 or math.isfinite(x.item())
+    low, high = torch.aminmax(x)
+    return math.isfinite(low.item()) and math.isfinite(high.item())
+
+
+def check_result(owner: Metric, result: torch.Tensor, inputs: tuple[tuple[str, torch.Tensor], ...]) -> None:
+    """Refuse non-finite inputs, looking at them only when the batch's ``result`` is not finite.
+
+    For a result that any NaN or infinite input makes NaN or infinite (a sum of
+    squared or absolute errors), a finite result clears every input without
+    reading it again; a non-finite one checks each input in order, and passes
+    when they are finite (the result overflowed), exactly as checking them first.
+    """
+    if owner.validate_args and not all_finite(result):  # type: ignore[attr-defined]
+        for name, x in inputs:
+            check_finite(owner, name, x)
 
 
 def pair(
@@ -98,8 +120,10 @@ def pair(
         a, b = a.reshape(-1, d), b.reshape(-1, d)
     elif a.ndim != 2:
         raise ValueError(f"{where(owner)}: argument `{names[0]}` has shape {tuple(a.shape)}; expected (N, D)")
-    a = a.to(device=like.device, dtype=like.dtype)
-    b = b.to(device=like.device, dtype=like.dtype)
+    if a.dtype != like.dtype or a.device != like.device:
+        a = a.to(device=like.device, dtype=like.dtype)
+    if b.dtype != like.dtype or b.device != like.device:
+        b = b.to(device=like.device, dtype=like.dtype)
     if finite and owner.validate_args:  # type: ignore[attr-defined]
         check_finite(owner, names[0], a)
         check_finite(owner, names[1], b)

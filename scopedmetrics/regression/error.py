@@ -13,8 +13,10 @@ from typing import Any
 import torch
 
 from scopedmetrics.metric import Metric
-from scopedmetrics.regression._inputs import Layout, check_bool, check_positive_int, pair
+from scopedmetrics.regression._inputs import Layout, check_bool, check_positive_int, check_result, pair
 from scopedmetrics.state import state, static
+
+_SQUARED_ERROR = torch.ops.aten.mse_loss.default  # (input, target, reduction): 0 none, 2 sum
 
 
 def _layout(m: Metric) -> Layout:
@@ -57,12 +59,12 @@ class MeanSquaredError(Metric):
 
     def update(self, preds: Any, target: Any) -> MeanSquaredError:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.sum_squared_error, _layout(self))
-        diff = (p - t).reshape(-1, self.num_outputs)
-        return self.replace(
-            sum_squared_error=self.sum_squared_error + (diff * diff).sum(0),
-            total=self.total + p.shape[0],
-        )
+        p, t = pair(self, preds, target, self.sum_squared_error, _layout(self), finite=False)
+        # flat (N,) for one output, else (N, num_outputs); aten's mse_loss fuses (p - t) ** 2 into one pass
+        # and sums in the same order as (diff * diff).sum(0), bit for bit
+        sse = _SQUARED_ERROR(p, t, 2) if p.ndim == 1 else _SQUARED_ERROR(p, t, 0).sum(0)
+        check_result(self, sse, (("preds", p), ("target", t)))
+        return self.replace(sum_squared_error=self.sum_squared_error + sse, total=self.total + p.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Total squared error over total count, or its square root; NaN with no samples."""
@@ -96,11 +98,10 @@ class MeanAbsoluteError(Metric):
 
     def update(self, preds: Any, target: Any) -> MeanAbsoluteError:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.sum_abs_error, _layout(self))
-        diff = (p - t).reshape(-1, self.num_outputs)
-        return self.replace(
-            sum_abs_error=self.sum_abs_error + diff.abs().sum(0), total=self.total + p.shape[0]
-        )
+        p, t = pair(self, preds, target, self.sum_abs_error, _layout(self), finite=False)
+        sae = (p - t).abs().sum(0)  # flat (N,) for one output, else (N, num_outputs)
+        check_result(self, sae, (("preds", p), ("target", t)))
+        return self.replace(sum_abs_error=self.sum_abs_error + sae, total=self.total + p.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Total absolute error over total count; NaN with no samples."""
@@ -133,11 +134,10 @@ class MeanAbsolutePercentageError(Metric):
 
     def update(self, preds: Any, target: Any) -> MeanAbsolutePercentageError:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.sum_abs_per_error, "flat")
-        err = (p - t).abs() / t.abs().clamp(min=self.epsilon)
-        return self.replace(
-            sum_abs_per_error=self.sum_abs_per_error + err.sum(), total=self.total + p.numel()
-        )
+        p, t = pair(self, preds, target, self.sum_abs_per_error, "flat", finite=False)
+        err = ((p - t).abs() / t.abs().clamp(min=self.epsilon)).sum()
+        check_result(self, err, (("preds", p), ("target", t)))
+        return self.replace(sum_abs_per_error=self.sum_abs_per_error + err, total=self.total + p.numel())
 
     def compute(self) -> torch.Tensor:
         """Total relative error over total count; NaN with no samples."""
