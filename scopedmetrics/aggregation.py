@@ -19,28 +19,49 @@ from scopedmetrics.state import append, state, static
 _STRATEGIES = ("error", "warn", "ignore", "disable")
 
 
-def _values(owner: Metric, value: Any, dtype: torch.dtype, name: str = "value") -> torch.Tensor:
-    """``value`` as a tensor of the state's dtype, with NaNs handled per ``nan_strategy``."""
+def _real(owner: Metric, value: Any, name: str, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``value`` (a tensor or a number) as a real tensor, cast to ``dtype`` when given."""
     metric = type(owner).__name__
     if not isinstance(value, (torch.Tensor, int, float)):
         raise TypeError(f"{metric}.update: {name} must be a tensor or a number, got {type(value).__name__}")
-    x = torch.as_tensor(value)
+    x = value if isinstance(value, torch.Tensor) else torch.tensor(value)
     if x.is_complex():
         raise TypeError(f"{metric}.update: {name} must be real, got {x.dtype}")
-    x = x.to(dtype)
-    strategy = getattr(owner, "nan_strategy", "disable")
-    if strategy == "disable" or not x.is_floating_point():
-        return x
-    nan = torch.isnan(x)
-    if not bool(nan.any()):
-        return x
+    return x if dtype is None else x.to(dtype)
+
+
+def _without_nan(owner: Metric, **named: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors (of one shape) with NaNs handled per ``nan_strategy``, entries dropped together.
+
+    Dropping removes whole rows (dim 0) so that a value and its weight, or a
+    row of a ``Cat``, go together.
+    """
+    metric, strategy = type(owner).__name__, getattr(owner, "nan_strategy", "disable")
+    tensors = list(named.values())
+    floats = [(n, t) for n, t in named.items() if t.is_floating_point()]
+    if strategy == "disable" or not floats:
+        return tensors
+    nans = {n: torch.isnan(t) for n, t in floats}
+    bad = [n for n, m in nans.items() if bool(m.any())]
+    if not bad:
+        return tensors
     if strategy == "error":
-        raise ValueError(f"{metric}.update: {name} contains NaN (nan_strategy='error')")
+        raise ValueError(f"{metric}.update: {bad[0]} contains NaN (nan_strategy='error')")
     if isinstance(strategy, float):
-        return torch.where(nan, torch.tensor(strategy, dtype=dtype), x)
+        return [
+            torch.where(nans[n], torch.tensor(strategy, dtype=t.dtype), t) if n in nans else t for n, t in named.items()
+        ]
     if strategy == "warn":
-        warnings.warn(f"{metric}.update: dropping NaN values from {name}", UserWarning, stacklevel=3)
-    return x[~nan]
+        warnings.warn(f"{metric}.update: dropping NaN values from {', '.join(bad)}", UserWarning, stacklevel=3)
+    rows = torch.zeros(tensors[0].shape[:1], dtype=torch.bool) if tensors[0].ndim else torch.zeros((), dtype=torch.bool)
+    for m in nans.values():
+        rows = rows | (m.reshape(m.shape[0], -1).any(1) if m.ndim > 1 else m)
+    return [t[~rows] for t in tensors]
+
+
+def _values(owner: Metric, value: Any, dtype: torch.dtype | None) -> torch.Tensor:
+    """``value`` as a real tensor of ``dtype`` (its own when ``None``), NaNs handled."""
+    return _without_nan(owner, value=_real(owner, value, "value", dtype))[0]
 
 
 def _check_strategy(owner: Metric) -> None:
@@ -142,8 +163,8 @@ class Mean(Metric):
         fast = self._unweighted(value, weight)
         if fast is not None:
             return fast
-        x = _values(self, value, self.mean_value.dtype)
-        w = torch.as_tensor(weight, dtype=self.weight.dtype)
+        x = _real(self, value, "value", self.mean_value.dtype)
+        w = _real(self, weight, "weight", self.weight.dtype)
         if w.shape != x.shape:
             try:
                 w = torch.broadcast_to(w, x.shape)
@@ -151,6 +172,7 @@ class Mean(Metric):
                 raise ValueError(
                     f"Mean.update: weight of shape {tuple(w.shape)} does not broadcast to value {tuple(x.shape)}"
                 ) from None
+        x, w = _without_nan(self, value=x, weight=w)
         if bool((w < 0).any()):
             raise ValueError("Mean.update: weight must be non-negative")
         return self.replace(mean_value=self.mean_value + (x * w).sum(), weight=self.weight + w.sum())
@@ -188,13 +210,27 @@ class Cat(Metric):
     value: torch.Tensor = state("cat")
     nan_strategy: Any = static(default="warn")
 
+    _rows_of_any_kind = True  # a generic container: its empty state loads rows of any dtype and shape
+
     def __post_init__(self) -> None:
         _check_strategy(self)
 
     def update(self, value: Any) -> Cat:
-        x = torch.as_tensor(value)
-        x = _values(self, x, x.dtype if isinstance(value, torch.Tensor) else self.value.dtype)
-        return self.replace(value=append(self.value, x.reshape(-1) if x.ndim == 0 else x))
+        x = _real(self, value, "value")
+        x = x.reshape(1) if x.ndim == 0 else x
+        rows = self.value
+        if rows.numel() or rows.shape[0]:  # earlier values fix the dtype and the row shape
+            if x.dtype != rows.dtype and not torch.can_cast(x.dtype, rows.dtype):
+                raise TypeError(f"Cat.update: value has dtype {x.dtype}, earlier values are {rows.dtype}")
+            if x.shape[1:] != rows.shape[1:]:
+                raise ValueError(
+                    f"Cat.update: value has rows of shape {tuple(x.shape[1:])}, "
+                    f"earlier values have rows of shape {tuple(rows.shape[1:])}"
+                )
+            x = x.to(rows.dtype)
+        elif not isinstance(value, torch.Tensor):
+            x = x.to(rows.dtype if x.is_floating_point() else x.dtype)
+        return self.replace(value=append(rows, _values(self, x, None)))
 
     def compute(self) -> torch.Tensor:
         return self.value

@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from worlds import GlooWorld, simulate_results
 
 import scopedmetrics as sm
-from worlds import GlooWorld, simulate_results
 
 _POOLS: dict[int, GlooWorld] = {}
 

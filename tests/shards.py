@@ -95,7 +95,7 @@ def check_sharded(
         if size == 1:
             continue
         if world is None:
-            values = sm.simulate(lambda r: shard_case(r, metric, arrays, slices, seed + size, kwargs), size)
+            values = sm.simulate(lambda r, sl=slices, n=size: shard_case(r, metric, arrays, sl, seed + n, kwargs), size)
         else:
             values = world.run(shard_case, size, metric, arrays, slices, seed + size, kwargs)
         for v in values:

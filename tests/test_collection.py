@@ -105,8 +105,9 @@ def test_members_with_different_states_do_not_share() -> None:
 
 
 def test_shared_states_reduce_together_and_ranks_with_no_data_agree() -> None:
-    from scopedmetrics.reducers import Collective
     from worlds import CountingComm
+
+    from scopedmetrics.reducers import Collective
 
     def body(rank: int) -> tuple[dict[str, Any], list[int]]:
         c = sm.Collection(a=Counted(), b=Doubled(), m=sm.Max())

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
+from worlds import CountingComm
 
 import scopedmetrics as sm
 from scopedmetrics.reducers import Collective
-from worlds import CountingComm
 
 
 class MeanSquaredError(sm.Metric):
@@ -313,7 +313,8 @@ def _simulate_with_timeout() -> list[tuple[bool, Any]]:
 def test_reduce_and_compute_take_any_tree_in_one_pass() -> None:
     def body(rank: int) -> tuple[Any, list[str]]:
         counting = CountingComm(sm.get_reducer().comm)
-        tree = {"loss": sm.Mean().update(torch.tensor([float(rank)])), "cls": [sm.Sum(), sm.Max().update(torch.tensor([rank * 1.0]))]}
+        mean, biggest = sm.Mean().update(torch.tensor([float(rank)])), sm.Max().update(torch.tensor([rank * 1.0]))
+        tree = {"loss": mean, "cls": [sm.Sum(), biggest]}
         with sm.use_reducer(Collective(counting)):
             return sm.compute(tree), counting.calls
 

@@ -254,7 +254,8 @@ def _keep(owner: Any, target: torch.Tensor) -> torch.Tensor | None:
     """Where ``target`` is not ``ignore_index``; ``None`` (keep everything) without one."""
     if owner.ignore_index is None:
         return None
-    return target != owner.ignore_index
+    keep: torch.Tensor = target != owner.ignore_index
+    return keep
 
 
 def _probabilities(preds: torch.Tensor, normalize: str, extremes: tuple[float, float] | None = None) -> torch.Tensor:
@@ -294,7 +295,8 @@ def finite_scores(owner: Any, preds: torch.Tensor) -> tuple[float, float] | None
 
 def _thresholded(owner: Any, preds: torch.Tensor) -> torch.Tensor:
     if preds.is_floating_point():
-        return _probabilities(preds, "sigmoid") > owner.threshold
+        above: torch.Tensor = _probabilities(preds, "sigmoid") > owner.threshold
+        return above
     return preds.bool()
 
 
