@@ -3,8 +3,9 @@
 ``reduce_metrics`` walks every metric into *units*: a tensor leaf with its op,
 or a whole metric that declares its own ``merge``. Built-in reducers take all
 units at once (``collective_reduce``): one fixed-size header exchange to agree
-on what is reduced, one ``all_reduce`` per (op, dtype) bucket, and one padded
-``all_gather`` carrying every ``cat`` leaf and every merge state as bytes.
+on what is reduced, then one padded ``all_gather`` carrying every ``cat`` leaf,
+every merge state and every small (op, dtype) bucket as bytes, plus one
+``all_reduce`` per bucket too large to gather.
 A plain-function reducer is called once per leaf instead.
 """
 
@@ -22,7 +23,7 @@ from scopedmetrics import tree
 from scopedmetrics.comm import Comm
 from scopedmetrics.errors import SyncError
 from scopedmetrics.reducers import Collective, Local, Reducer
-from scopedmetrics.state import concat, is_empty_cat
+from scopedmetrics.state import combine, concat, is_empty_cat
 
 if TYPE_CHECKING:
     from scopedmetrics.metric import Metric
@@ -119,6 +120,10 @@ def fingerprint(desc: list[str]) -> int:
     return int.from_bytes(digest, "little") >> 1
 
 
+GATHER_LIMIT = 4 << 20
+"""A bucket whose bytes times the group size stay under this rides the one all_gather."""
+
+
 def collective_reduce(
     comm: Comm,
     leaves: list[torch.Tensor],
@@ -128,12 +133,20 @@ def collective_reduce(
     desc: list[str],
     merge_paths: list[str] | None = None,
 ) -> tuple[list[torch.Tensor], list[Metric]]:
-    """Reduce many leaves and merge states over ``comm`` in as few collectives as possible."""
+    """Reduce many leaves and merge states over ``comm`` in as few collectives as possible.
+
+    Calls: one fixed-size header ``all_gather`` (agreement, payload sizes), one
+    padded ``all_gather`` of a byte payload carrying every ``cat`` leaf, every
+    merge state and every small (op, dtype) bucket, folded here in rank order,
+    and one ``all_reduce`` per bucket too large to gather (``GATHER_LIMIT``).
+    """
     comm.arrive()
     fp = fingerprint(desc)
     cat_at = [i for i, op in enumerate(ops) if op == "cat"]
     merge_leaves = [tree.leaves(m) for m in merges]
-    carried = [leaves[i] for i in cat_at] + list(itertools.chain.from_iterable(merge_leaves))
+    small, large = _buckets(leaves, ops, comm.size)
+    flats = [_flat(leaves, idx, comm.device) for _, idx in small]
+    carried = [leaves[i] for i in cat_at] + list(itertools.chain.from_iterable(merge_leaves)) + flats
     failure: Exception | None = None
     try:
         payload = _pack(carried, comm.device) if carried else None
@@ -147,7 +160,9 @@ def collective_reduce(
     if bool((headers[:, 0] != fp).any()):
         _raise_disagreement(comm, desc)
     out = list(leaves)
-    _all_reduce_buckets(comm, leaves, ops, out)
+    for (op, _), idx in large:
+        flat = _flat(leaves, idx, comm.device)
+        _scatter(comm.all_reduce(flat, op) if flat.numel() else flat, leaves, idx, out)
     if payload is None:
         return out, []
     longest = int(headers[:, 1].max())
@@ -156,29 +171,50 @@ def collective_reduce(
     per_rank = [_unpack(p) for p in comm.all_gather(payload)]
     for k, i in enumerate(cat_at):
         out[i] = _join_cat(paths[i], [parts[k] for parts in per_rank], leaves[i])
-    merged = []
     offset = len(cat_at)
+    merged = []
     for k, (m, mine) in enumerate(zip(merges, merge_leaves)):
         spec = tree.structure(m)
         states = [tree.unflatten(spec, [t.to(x.device) for t, x in zip(parts[offset:], mine)]) for parts in per_rank]
         merged.append(_fold(states, merge_paths[k] if merge_paths else type(m).__name__))
         offset += len(mine)
+    for j, ((op, _), idx) in enumerate(small):
+        parts = [p[offset + j] for p in per_rank]
+        folded = parts[0]
+        for p in parts[1:]:  # rank order, so every rank gets the same bits
+            folded = combine(op, folded, p)
+        _scatter(folded, leaves, idx, out)
     return out, merged
 
 
-def _all_reduce_buckets(comm: Comm, leaves: list[torch.Tensor], ops: list[str], out: list[torch.Tensor]) -> None:
+_Bucket = tuple[tuple[str, torch.dtype], list[int]]
+
+
+def _buckets(leaves: list[torch.Tensor], ops: list[str], size: int) -> tuple[list[_Bucket], list[_Bucket]]:
+    """Non-cat leaves grouped by (op, dtype), split into gathered (small) and all-reduced (large)."""
     buckets: dict[tuple[str, torch.dtype], list[int]] = {}
     for i, (t, op) in enumerate(zip(leaves, ops)):
         if op != "cat":
             buckets.setdefault((op, t.dtype), []).append(i)
-    for (op, dtype), idx in buckets.items():
-        wire = torch.uint8 if dtype == torch.bool else dtype
-        parts = [leaves[i].reshape(-1).to(comm.device, wire) for i in idx]
-        flat = torch.cat(parts) if len(parts) > 1 else parts[0].clone()
-        if flat.numel():
-            flat = comm.all_reduce(flat, op)
-        for i, piece in zip(idx, torch.split(flat, [p.numel() for p in parts])):
-            out[i] = piece.reshape(leaves[i].shape).to(leaves[i].device, dtype)
+    small: list[_Bucket] = []
+    large: list[_Bucket] = []
+    for key, idx in buckets.items():
+        nbytes = sum(leaves[i].numel() for i in idx) * key[1].itemsize
+        (small if nbytes * size <= GATHER_LIMIT else large).append((key, idx))
+    return small, large
+
+
+def _flat(leaves: list[torch.Tensor], idx: list[int], device: torch.device) -> torch.Tensor:
+    """The leaves ``idx`` as one flat buffer on ``device`` (bool travels as uint8)."""
+    wire = torch.uint8 if leaves[idx[0]].dtype == torch.bool else leaves[idx[0]].dtype
+    parts = [leaves[i].reshape(-1).to(device, wire) for i in idx]
+    return torch.cat(parts) if len(parts) > 1 else parts[0].clone()
+
+
+def _scatter(flat: torch.Tensor, leaves: list[torch.Tensor], idx: list[int], out: list[torch.Tensor]) -> None:
+    """Cut a reduced flat buffer back into leaves of their own shape, dtype and device."""
+    for i, piece in zip(idx, torch.split(flat, [leaves[i].numel() for i in idx])):
+        out[i] = piece.reshape(leaves[i].shape).to(leaves[i].device, leaves[i].dtype)
 
 
 _DTYPES = (
