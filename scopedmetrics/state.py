@@ -163,7 +163,8 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
             "a cat state grows with the data and cannot be traced by torch.compile; "
             "keep this update outside the compiled region, or use a constant-memory state (e.g. thresholds=N)"
         )
-    batch = batch.detach()
+    if batch.requires_grad:
+        batch = batch.detach()
     k = batch.shape[0] if batch.ndim else 1
     if k == 0:
         return rows
