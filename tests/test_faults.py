@@ -16,7 +16,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import torch
@@ -264,19 +264,26 @@ def die_case(rank: int, timeout: float) -> tuple[bool, Any, float]:
 
 
 class DyingComm(Comm):
-    """Passes the agreement header, then dies in the first ``all_reduce``: mid-reduction."""
+    """Passes the agreement header, then dies in the next collective: mid-reduction."""
 
     def __init__(self, inner: Comm) -> None:
         self.inner = inner
+        self.calls = 0
 
     rank = property(lambda self: self.inner.rank)  # type: ignore[assignment]
     size = property(lambda self: self.inner.size)  # type: ignore[assignment]
     timeout = property(lambda self: self.inner.timeout)  # type: ignore[assignment]
 
     def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
-        return self.inner.all_gather(tensor)
+        self.calls += 1
+        if self.calls == 1:  # the header
+            return self.inner.all_gather(tensor)
+        self._die()
 
     def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        self._die()
+
+    def _die(self) -> NoReturn:
         if dist.is_initialized():
             os._exit(1)
         raise SystemExit(1)
@@ -286,7 +293,7 @@ class DyingComm(Comm):
 
 
 def die_mid_reduction_case(rank: int, timeout: float) -> tuple[bool, Any, float]:
-    """Rank 2 dies after the header exchange, inside the bucketed all_reduce."""
+    """Rank 2 dies after the header exchange, inside the payload exchange."""
     tree = {"s": sm.Sum().update(torch.ones(1)), "c": sm.Cat().update(torch.ones(2))}
     with bounded(timeout):
         if rank == ODD:
@@ -312,7 +319,12 @@ def scenario_outcomes(kind: str, scenario: str) -> tuple[list[tuple[bool, Any]],
 
     start = time.monotonic()
     got = outcomes(World(kind), SCENARIOS[scenario], TIMEOUT[kind], timeout=TIMEOUT[kind])
-    return got, time.monotonic() - start
+    elapsed = time.monotonic() - start
+    if kind == "gloo":  # a rank that skipped, raised or died leaves the group's collectives out of step
+        from conftest import gloo_world
+
+        gloo_world(SIZE).broken = True
+    return got, elapsed
 
 
 def survivors(kind: str, scenario: str) -> list[tuple[int, Any, float]]:
@@ -379,6 +391,9 @@ def two_timeouts_case(rank: int) -> list[tuple[bool, Any, float]]:
 def test_each_reducer_waits_as_long_as_its_own_timeout(world: Any) -> None:
     if world.kind == "gloo":
         results = world.results(two_timeouts_case, 2, timeout=60)
+        from conftest import gloo_world
+
+        gloo_world(2).broken = True  # rank 0 gave up on a collective rank 1 still made: out of step
         assert results[0][0], results[0]
         (ok_long, value, waited), (ok_short, err, gave_up) = results[0][1]
     else:  # a simulated world's reducer takes the world's timeout

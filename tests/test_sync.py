@@ -6,8 +6,9 @@ in real ``torch.distributed`` gloo processes on 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -142,17 +143,23 @@ def ten_metrics(num: int) -> sm.Collection:
     return sm.Collection({f"m{i}": kinds[i % len(kinds)]() for i in range(num)})
 
 
-def count_case(rank: int, num: int, limit: int = sync.GATHER_LIMIT) -> tuple[list[str], list[str], dict[str, Any]]:
-    counting = CountingComm(sm.get_reducer().comm)
-    c = ten_metrics(num)
-    x = torch.arange(float(rank * 3))
-    c = _update_all(c, x)
-    saved, sync.GATHER_LIMIT = sync.GATHER_LIMIT, limit
+@contextlib.contextmanager
+def gather_limit(limit: int | None) -> Iterator[None]:
+    """Set ``sync.GATHER_LIMIT`` for a block (``None``: leave it)."""
+    saved = sync.GATHER_LIMIT
+    sync.GATHER_LIMIT = saved if limit is None else limit
     try:
-        with sm.use_reducer(Collective(counting)):
-            values, torch_calls = _torch_calls(c.compute)
+        yield
     finally:
         sync.GATHER_LIMIT = saved
+
+
+def count_case(rank: int, num: int, limit: int | None = None) -> tuple[list[str], list[str], dict[str, Any]]:
+    """Count the collectives of one compute(); ``limit`` is applied here only in a process of its own."""
+    counting = CountingComm(sm.get_reducer().comm)
+    c = _update_all(ten_metrics(num), torch.arange(float(rank * 3)))
+    with gather_limit(limit if dist.is_initialized() else None), sm.use_reducer(Collective(counting)):
+        values, torch_calls = _torch_calls(c.compute)
     return counting.calls, torch_calls, values
 
 
@@ -271,7 +278,9 @@ def test_collective_count_does_not_grow_with_members(world: Any) -> None:
         if world.kind == "gloo":
             assert torch_calls == ["all_gather", "all_gather"]
     # Buckets too large to gather are all-reduced instead: one call per (op, dtype).
-    for calls, torch_calls, values in world.run(count_case, 3, 10, 0):
+    with gather_limit(0 if world.kind == "simulate" else None):  # threads share the module: set it once
+        large = world.run(count_case, 3, 10, 0)
+    for calls, torch_calls, values in large:
         assert calls[:2] == ["all_gather", "all_reduce:sum"] and calls[-1] == "all_gather"
         assert sorted(calls[1:-1]) == sorted(["all_reduce:sum", "all_reduce:sum", "all_reduce:max", "all_reduce:min"])
         assert values.keys() == few[0][2].keys()
