@@ -178,8 +178,16 @@ class use_reducer:  # noqa: N801 - used as a context manager, named like one
 
 
 def current_stack() -> tuple[Any, ...]:
-    """The reducers of the open blocks here, outermost first (for debugging)."""
-    return tuple(e.reducer for e in _STACK.get())
+    """The reducers of the blocks open here, outermost first (for debugging).
+
+    Blocks of suspended generators are left out: they are not in effect here.
+    """
+    running = set()
+    f: FrameType | None = sys._getframe(1)
+    while f is not None:
+        running.add(id(f))
+        f = f.f_back
+    return tuple(e.reducer for e in _STACK.get() if not e.suspendable or id(e.frame) in running)
 
 
 def subgroup(key: Any) -> Reducer:

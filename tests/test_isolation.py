@@ -301,3 +301,14 @@ def test_a_block_entered_through_an_exit_stack_inside_a_generator_does_not_leak_
     caller = seen()
     g.close()
     assert (inside, caller) == ("A", "local()")
+
+
+def test_a_never_closed_generator_s_block_is_not_listed_as_open_here() -> None:
+    def gen() -> Iterator[str]:
+        with sm.use_reducer(reducer_a):
+            yield seen()
+
+    g = gen()
+    assert next(g) == "A"
+    assert current_stack() == () and seen() == "local()"  # suspended, so not in effect here
+    g.close()
