@@ -551,7 +551,9 @@ def layout(m: sm.Metric) -> dict[str, tuple[torch.dtype, tuple[int, ...]]]:
 @pytest.mark.parametrize("m", ALL, ids=lambda m: type(m).__name__)
 def test_state_layout_depends_on_configuration_only(m: sm.Metric) -> None:
     assert layout(m) == layout(m.update(*batch_for(m, 7))) == layout(m.update(*batch_for(m, 0)))
-    assert m.preds.dtype == torch.float32 and m.target.dtype == torch.int64 and m.counts.dtype == torch.int64
+    labels = {"Binary": torch.uint8, "Multilabel": torch.int8, "Multiclass": torch.int64}
+    expected = next(d for prefix, d in labels.items() if type(m).__name__.startswith(prefix))
+    assert m.preds.dtype == torch.float32 and m.target.dtype == expected and m.counts.dtype == torch.int64
 
 
 @pytest.mark.parametrize("m", [m for m in ALL if m.thresholds is not None], ids=lambda m: type(m).__name__)

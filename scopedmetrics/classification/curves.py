@@ -6,7 +6,9 @@ every other argument is keyword-only. ``thresholds`` picks one of two state
 layouts, fixed by the configuration alone:
 
 * exact (``thresholds=None``): the scores and labels themselves, in the ``cat``
-  states ``preds`` (float32) and ``target`` (int64). Memory grows with the
+  states ``preds`` (float32) and ``target`` (uint8 0/1 labels for binary, int8
+  for multilabel with -1 for ignored entries, int64 class indices for
+  multiclass). Memory grows with the
   samples. Curves step over every distinct score and a group of tied scores is
   one step, as in scikit-learn.
 * binned (an int ``n`` for ``linspace(0, 1, n)``, or a non-decreasing list or
@@ -115,8 +117,12 @@ def _check_config(owner: Any, width: str | None) -> None:
     exact = owner.thresholds is None
     counts = (0,) if exact else (*rows, _num_thresholds(owner.thresholds) + 1, 2)
     object.__setattr__(owner, "preds", torch.empty(0, *rows, dtype=torch.float32))
-    object.__setattr__(owner, "target", torch.empty(0, *labels, dtype=torch.int64))
+    object.__setattr__(owner, "target", torch.empty(0, *labels, dtype=_LABELS[width]))
     object.__setattr__(owner, "counts", torch.zeros(counts, dtype=torch.int64))
+
+
+# Exact states keep labels as small as they go: 0/1 (binary), -1/0/1 (multilabel, -1 ignored), class indices.
+_LABELS: dict[str | None, torch.dtype] = {None: torch.uint8, "num_labels": torch.int8, "num_classes": torch.int64}
 
 
 def _num_thresholds(thresholds: int | tuple[float, ...]) -> int:
@@ -372,7 +378,7 @@ class _BinaryCurve(Metric):
 
     _: KW_ONLY
     preds: Tensor = state("cat")
-    target: Tensor = state("cat", default=lambda: torch.empty(0, dtype=torch.int64))
+    target: Tensor = state("cat", default=lambda: torch.empty(0, dtype=torch.uint8))
     counts: Tensor = state("sum", default=lambda: torch.zeros(0, dtype=torch.int64))
     thresholds: Any = static(default=None)
     ignore_index: int | None = static(default=None)
@@ -393,10 +399,10 @@ class _BinaryCurve(Metric):
             keep = target != self.ignore_index
             preds, target = preds[keep], target[keep]
             extremes = None
-        scores, target = _scores(preds, "sigmoid", extremes), target.long()
+        scores = _scores(preds, "sigmoid", extremes)
         if self.thresholds is None:
-            return self.replace(preds=append(self.preds, scores), target=append(self.target, target))
-        return self.replace(counts=self.counts + _bin(scores, target, self.thresholds))
+            return self.replace(preds=append(self.preds, scores), target=append(self.target, target.to(torch.uint8)))
+        return self.replace(counts=self.counts + _bin(scores, target.long(), self.thresholds))
 
     def _columns(self) -> tuple[Tensor, Tensor, None]:
         return self.preds.unsqueeze(1), (self.target == 1).unsqueeze(1), None
@@ -453,7 +459,7 @@ class _MultilabelCurve(Metric):
     num_labels: int = static()
     _: KW_ONLY
     preds: Tensor = state("cat")
-    target: Tensor = state("cat", default=lambda: torch.empty(0, dtype=torch.int64))
+    target: Tensor = state("cat", default=lambda: torch.empty(0, dtype=torch.int8))
     counts: Tensor = state("sum", default=lambda: torch.zeros(0, dtype=torch.int64))
     thresholds: Any = static(default=None)
     ignore_index: int | None = static(default=None)
@@ -479,7 +485,7 @@ class _MultilabelCurve(Metric):
         if self.thresholds is None:
             if keep is not None:  # rows stay whole, so ignored entries are marked, not dropped
                 target = torch.where(keep, target, -1)
-            return self.replace(preds=append(self.preds, scores), target=append(self.target, target))
+            return self.replace(preds=append(self.preds, scores), target=append(self.target, target.to(torch.int8)))
         return self.replace(counts=self.counts + _bin(scores, target == 1, self.thresholds, keep))
 
     def _columns(self) -> tuple[Tensor, Tensor, Tensor | None]:
