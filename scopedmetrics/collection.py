@@ -81,8 +81,8 @@ class Collection(Metric):
     def _describe(self) -> str:
         return f"Collection({', '.join(sorted(self._members))})"
 
-    def _field_names(self) -> set[str]:
-        return set(self._members)
+    def _field_names(self) -> frozenset[str]:
+        return frozenset(self._members)
 
     def _rebuild(self: C, fields: dict[str, Any], reduced: bool = False) -> C:
         obj = object.__new__(type(self))

@@ -65,6 +65,7 @@ class Metric:
     _custom_tree: ClassVar[bool] = False
     _state_names: ClassVar[tuple[str, ...]] = ()
     _static_names: ClassVar[tuple[str, ...]] = ()
+    _names: ClassVar[frozenset[str]] = frozenset()  # state and static, for replace
     _init_statics: ClassVar[tuple[str, ...]] = ()
     _ops: ClassVar[dict[str, str | None]] = {}
     _whole_merge: ClassVar[bool] = False
@@ -245,8 +246,8 @@ class Metric:
             raise TypeError(f"{type(self).__name__}.replace: unknown field(s) {sorted(unknown)}")
         return self._rebuild(fields)
 
-    def _field_names(self) -> set[str]:
-        return {*self._state_names, *self._static_names}
+    def _field_names(self) -> frozenset[str]:
+        return self._names
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The state leaves keyed by their dotted paths (``"inner.c.sum_sq"``).
@@ -330,6 +331,7 @@ def _make_dataclass(cls: type[Metric]) -> None:
         else:
             statics.append(f.name)
     cls._state_names, cls._static_names, cls._ops = tuple(states), tuple(statics), ops
+    cls._names = frozenset((*states, *statics))
     cls._init_statics = tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name in statics)  # type: ignore[arg-type]
     no_op = [f.name for f in dataclasses.fields(cls) if f.name in ops and ops[f.name] is None and not _holds_metrics(f)]  # type: ignore[arg-type]
     if no_op and not cls._whole_merge:

@@ -570,11 +570,48 @@ def test_empty_batches_and_forward() -> None:
 def test_state_is_per_class_int64_whatever_the_average() -> None:
     for average in AVERAGES:
         m = MulticlassPrecision(num_classes=5, average=average)
-        assert {k: (v.dtype, tuple(v.shape)) for k, v in m.state_dict().items()} == {
-            n: (torch.int64, (5,)) for n in ("tp", "fp", "tn", "fn")
-        }
+        assert {k: (v.dtype, tuple(v.shape)) for k, v in m.state_dict().items()} == {"counts": (torch.int64, (3, 5))}
     assert all(v.shape == () and v.dtype == torch.int64 for v in BinaryF1Score().state_dict().values())
     assert all(v.shape == (3,) for v in MultilabelRecall(num_labels=3).state_dict().values())
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 40), c=st.integers(2, 6), seed=st.integers(0, 2**16), ignore=st.booleans())
+def test_class_counts_every_path_matches_a_direct_count(n: int, c: int, seed: int, ignore: bool) -> None:
+    g = torch.Generator().manual_seed(seed)
+    p, t = torch.randint(0, c, (n,), generator=g), torch.randint(0, c, (n,), generator=g)
+    keep = torch.rand(n, generator=g) < 0.7 if ignore else None
+    old = torch.randint(0, 5, (3, c), generator=g)
+    k = torch.ones(n, dtype=torch.bool) if keep is None else keep
+    direct = torch.stack([
+        torch.tensor([int(((p == j) & (t == j) & k).sum()) for j in range(c)]),
+        torch.tensor([int(((p == j) & (t != j) & k).sum()) for j in range(c)]),
+        torch.tensor([int(((t == j) & k).sum()) for j in range(c)]),
+    ])
+    for index_add in (True, False):  # index_add (CPU) and bincount (other devices); n >= c * c: confusion matrix
+        got = stat_scores_module._class_counts(old, p, t, keep, c, index_add=index_add)
+        assert torch.equal(got, old + direct)
+    if keep is not None:  # ignored samples may carry any label
+        t_ignored = torch.where(keep, t, -7)
+        assert torch.equal(stat_scores_module._class_counts(old, p, t_ignored, keep, c), old + direct)
+
+
+def test_counts_give_tn_and_fn_per_class() -> None:
+    preds, target, p, y = multiclass_data(46, "labels")
+    m = MulticlassStatScores(num_classes=C, average="none").update(preds, target)
+    for j in range(C):
+        assert int(m.tp[j]) == int(((p == j) & (y == j)).sum())
+        assert int(m.fp[j]) == int(((p == j) & (y != j)).sum())
+        assert int(m.fn[j]) == int(((p != j) & (y == j)).sum())
+        assert int(m.tn[j]) == int(((p != j) & (y != j)).sum())
+
+
+def test_validate_args_false_out_of_range_label_names_the_metric() -> None:
+    m = MulticlassAccuracy(num_classes=3, validate_args=False)
+    for preds, target in ((torch.tensor([0, 1]), torch.tensor([0, 3])), (torch.tensor([0, 1]), torch.tensor([-1, 0]))):
+        with pytest.raises(ValueError, match=r"MulticlassAccuracy.*`preds` or `target`.*outside \[0, 3\)"):
+            m.update(preds, target)
+    assert int(m.counts.sum()) == 0
 
 
 def test_validate_args_false_gives_the_same_values_and_skips_checks() -> None:
@@ -610,8 +647,8 @@ def test_collection_shares_one_update(monkeypatch: pytest.MonkeyPatch) -> None:
     preds, target, p, y = multiclass_data(42, "logits")
     c = c.update(preds, target)
     assert len(calls) == 2  # one for the shared top-1 counts, one for top_k=2
-    assert c["precision"].tp is c["recall"].tp is c["f1"].tp is c["acc"].tp
-    assert c["top2"].tp is not c["precision"].tp
+    assert c["precision"].counts is c["recall"].counts is c["f1"].counts is c["acc"].counts
+    assert c["top2"].counts is not c["precision"].counts
     values = c.compute()
     assert_close(values["precision"], sk_multiclass("precision", y, p, "macro"))
     assert_close(values["recall"], sk_multiclass("recall", y, p, "micro"))
@@ -808,6 +845,6 @@ def test_pickle_state_dict_reset_round_trip() -> None:
     assert_close(pickle.loads(pickle.dumps(m)).compute(), expected)
     fresh = m.reset()
     assert (fresh.num_classes, fresh.beta, fresh.average, fresh.ignore_index) == (C, 2.0, "weighted", -1)
-    assert_close(fresh.state_dict(), {k: torch.zeros(C, dtype=torch.long) for k in ("tp", "fp", "tn", "fn")})
+    assert_close(fresh.state_dict(), {"counts": torch.zeros(3, C, dtype=torch.long)})
     assert_close(fresh.load_state_dict(m.state_dict()).compute(), expected)
     assert_close(m.to(torch.float64).compute(), expected)

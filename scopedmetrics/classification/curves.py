@@ -54,6 +54,7 @@ from scopedmetrics.classification.inputs import (
     check_int,
     check_one_of,
     finite_scores,
+    tally,
 )
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import append, state, static
@@ -161,17 +162,13 @@ def _bin_edges(thresholds: int | tuple[float, ...], device: torch.device) -> Ten
     return _threshold_values(thresholds, device)
 
 
-def _bin(scores: Tensor, positive: Tensor, thresholds: Any, keep: Tensor | None = None) -> Tensor:
-    """Count samples by (column, number of thresholds reached, label) in one ``bincount``."""
+def _binned(counts: Tensor, scores: Tensor, positive: Tensor, thresholds: Any, keep: Tensor | None = None) -> Tensor:
+    """``counts`` plus the batch counted by (column, number of thresholds reached, label): one ``tally``."""
     thr = _bin_edges(thresholds, scores.device)
-    slots = 2 * (len(thr) + 1)
-    index = torch.add(positive.long(), torch.bucketize(scores.contiguous(), thr, right=True), alpha=2)
+    index = torch.add(positive, torch.bucketize(scores.contiguous(), thr, right=True), alpha=2)
     if scores.ndim == 2:
-        index = index + torch.arange(scores.shape[1], device=scores.device) * slots
-    if keep is not None:
-        index = index[keep]
-    width = scores.shape[1:]
-    return torch.bincount(index.reshape(-1), minlength=width.numel() * slots).reshape(*width, -1, 2)
+        index = index + torch.arange(scores.shape[1], device=scores.device) * (2 * (len(thr) + 1))
+    return tally(counts, index, keep)
 
 
 # -- compute: exact ------------------------------------------------------------
@@ -402,7 +399,7 @@ class _BinaryCurve(Metric):
         scores = _scores(preds, "sigmoid", extremes)
         if self.thresholds is None:
             return self.replace(preds=append(self.preds, scores), target=append(self.target, target.to(torch.uint8)))
-        return self.replace(counts=self.counts + _bin(scores, target.long(), self.thresholds))
+        return self.replace(counts=_binned(self.counts, scores, target.long(), self.thresholds))
 
     def _columns(self) -> tuple[Tensor, Tensor, None]:
         return self.preds.unsqueeze(1), (self.target == 1).unsqueeze(1), None
@@ -438,7 +435,7 @@ class _MulticlassCurve(Metric):
         if self.thresholds is None:
             return self.replace(preds=append(self.preds, scores), target=append(self.target, target))
         one_hot = target.unsqueeze(1) == torch.arange(self.num_classes, device=target.device)
-        return self.replace(counts=self.counts + _bin(scores, one_hot, self.thresholds))
+        return self.replace(counts=_binned(self.counts, scores, one_hot, self.thresholds))
 
     def _columns(self) -> tuple[Tensor, Tensor, Tensor | None]:
         classes = torch.arange(self.num_classes, device=self.target.device)
@@ -486,7 +483,7 @@ class _MultilabelCurve(Metric):
             if keep is not None:  # rows stay whole, so ignored entries are marked, not dropped
                 target = torch.where(keep, target, -1)
             return self.replace(preds=append(self.preds, scores), target=append(self.target, target.to(torch.int8)))
-        return self.replace(counts=self.counts + _bin(scores, target == 1, self.thresholds, keep))
+        return self.replace(counts=_binned(self.counts, scores, target == 1, self.thresholds, keep))
 
     def _columns(self) -> tuple[Tensor, Tensor, Tensor | None]:
         return self.preds, self.target == 1, self.target >= 0

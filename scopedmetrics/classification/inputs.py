@@ -432,6 +432,54 @@ def multiclass_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
     return conf, label == t, _keep(owner, t)
 
 
+_ONES: dict[tuple[int, torch.dtype, torch.device], torch.Tensor] = {}
+
+
+def ones(n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``n`` ones, made once per size: the read-only source of counting ``index_add`` calls.
+
+    Example:
+        >>> ones(3, torch.long, torch.device("cpu"))
+        tensor([1, 1, 1])
+    """
+    if torch.compiler.is_compiling():  # no global state inside a traced function
+        return torch.ones(n, dtype=dtype, device=device)
+    key = (n, dtype, device)
+    found = _ONES.get(key)
+    if found is None:
+        if len(_ONES) >= 64:  # batch sizes that keep changing: do not hoard
+            _ONES.clear()
+        found = _ONES[key] = torch.ones(n, dtype=dtype, device=device)
+    return found
+
+
+def tally(counts: torch.Tensor, index: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+    """``counts`` plus one at each flat position in ``index`` (where ``keep``): how a count state grows.
+
+    Small batches on the CPU take one ``index_add`` (a position out of range raises
+    ``IndexError``), as every tensor op costs 1-2 µs there; large batches, and other
+    devices (where an out-of-range ``index_add`` is a device-side assert), add a
+    ``bincount``, which drops positions past the end.
+
+    Example:
+        >>> tally(torch.zeros(2, 2, dtype=torch.long), torch.tensor([0, 3, 3]))
+        tensor([[1, 0],
+                [0, 2]])
+    """
+    flat = counts.flatten()  # these calls cost about 1 µs each: views with a torch.Size cost more
+    if index.ndim != 1:
+        index = index.flatten()
+    if not flat.is_cpu or index.shape[0] > 1 << 16:  # bincount is the faster pass over many samples
+        return counts + bincount(index, flat.shape[0], keep).view_as(counts)
+    if keep is None:
+        src = ones(index.shape[0], flat.dtype, flat.device)
+    else:
+        keep = keep.flatten()
+        src, index = keep.to(flat.dtype), index.where(keep, 0)
+    new = flat.index_add(0, index, src)
+    return new if counts.ndim == 1 else new.view_as(counts)
+
+
 def bincount(index: torch.Tensor, size: int, keep: torch.Tensor | None = None) -> torch.Tensor:
     """int64 counts of each value in ``[0, size)``; values ``>= size`` and entries not in ``keep`` are dropped.
 

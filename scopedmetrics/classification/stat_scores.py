@@ -2,8 +2,9 @@
 
 Names, arguments and input conventions follow TorchMetrics (``BinaryStatScores``,
 ``MulticlassPrecision``, ...), with ``multidim_average="global"`` only. The state
-is four int64 ``"sum"`` counts (per class or label where there are several), so
-any split of the data reduces to the same counts. ``average`` and the other
+is int64 ``"sum"`` counts: ``tp``, ``fp``, ``tn``, ``fn`` (binary, and per label),
+or per class one ``(3, C)`` leaf of ``tp``, ``fp`` and support, so any split of the
+data reduces to the same counts. ``average`` and the other
 compute-only options (``beta``, ``zero_division``) live on the public classes,
 while the state and every option ``update`` reads live on the class that
 defines ``update``; a ``Collection`` of, say, precision, recall and F1 with the
@@ -12,7 +13,6 @@ same input options therefore updates the counts once.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -27,8 +27,10 @@ from scopedmetrics.classification.inputs import (
     check_one_of,
     check_threshold,
     config_error,
+    input_error,
     multiclass_labels,
     multilabel_labels,
+    ones,
 )
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import state, static
@@ -284,16 +286,17 @@ class _MulticlassCounts(Metric):
 
     Every public multiclass stat-score metric inherits ``update`` from here, so
     metrics differing only in ``average``, ``beta`` or ``zero_division`` share it.
+    The state is one ``(3, C)`` int64 ``counts``: per class ``tp``, ``fp`` and
+    the support (``tp + fn``); ``fn`` and ``tn`` follow from them, since every
+    sample has exactly one target. One leaf instead of four is what keeps
+    a small-batch update to a few tensor ops.
     """
 
     num_classes: int = static()
     top_k: int = static(default=1)
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
-    tp: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
-    fp: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
-    tn: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
-    fn: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
+    counts: torch.Tensor = state("sum", default=0)  # shaped (3, C) in __post_init__
 
     def __post_init__(self) -> None:
         check_int(self, "num_classes", 2)
@@ -302,79 +305,83 @@ class _MulticlassCounts(Metric):
             raise config_error(self, "top_k", f"<= num_classes={self.num_classes}")
         check_ignore_index(self)
         check_bool(self, "validate_args")
-        _zeros(self, self.num_classes)
+        object.__setattr__(self, "counts", torch.zeros(3, self.num_classes, dtype=torch.long))
 
     def update(self: _M, preds: torch.Tensor, target: torch.Tensor) -> _M:
         """Fold in a batch: ``target`` labels ``(N, ...)``, ``preds`` labels or scores ``(N, C, ...)``.
 
         Scores become labels by argmax (see ``multiclass_labels`` for ``top_k``).
         """
+        c = self.num_classes  # type: ignore[attr-defined]
         p, t, keep = multiclass_labels(self, preds, target)
-        old = (self.tp, self.fp, self.tn, self.fn)  # type: ignore[attr-defined]
-        tp, fp, tn, fn = _add_class_counts(old, p, t, keep, self.num_classes).unbind(0)  # type: ignore[attr-defined]
-        return self.replace(tp=tp, fp=fp, tn=tn, fn=fn)
+        try:
+            counts = _class_counts(self.counts, p, t, keep, c)  # type: ignore[attr-defined]
+        except IndexError:  # only reachable with validate_args=False
+            raise input_error(self, "preds` or `target", f"holds a label outside [0, {c})") from None
+        return self.replace(counts=counts)
+
+    @property
+    def tp(self) -> torch.Tensor:
+        """True positives per class."""
+        return self.counts[0]
+
+    @property
+    def fp(self) -> torch.Tensor:
+        """False positives per class."""
+        return self.counts[1]
+
+    @property
+    def fn(self) -> torch.Tensor:
+        """False negatives per class: support minus true positives."""
+        return self.counts[2] - self.counts[0]
+
+    @property
+    def tn(self) -> torch.Tensor:
+        """True negatives per class: the samples neither labelled nor predicted as the class."""
+        support = self.counts[2]
+        return support.sum() - support - self.counts[1]
 
 
-def _add_class_counts(
-    old: tuple[torch.Tensor, ...], p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None, c: int,
-    matmul: bool | None = None,
+def _class_counts(
+    counts: torch.Tensor, p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None, c: int,
+    index_add: bool | None = None,
 ) -> torch.Tensor:
-    """``old`` per-class ``[tp, fp, tn, fn]`` plus those of a batch of labels, stacked ``(4, c)``.
+    """``counts`` (rows: tp, fp, support) plus those of a batch of labels.
 
-    One ``bincount`` counts predictions by class, shifted by ``c`` when they
-    miss (hits: tp, misses: fp), and targets shifted by ``2c`` (support); a
-    batch of at least ``c * c`` samples counts the confusion matrix instead
-    (one pass over the batch) and reads the same three rows off it. The
-    rest is a fixed linear map, ``fn = support - tp`` and
-    ``tn = n - fp - support``: an integer ``addmm`` on the CPU (``matmul=None``
-    picks by device; other devices have no integer matmul), else elementwise.
-    Small batches pay per op, so fewer ops is what makes this fast.
+    Each sample adds one to its prediction's ``tp`` (hit) or ``fp`` (miss) row
+    and one to its target's support. On the CPU that is two ``index_add`` of
+    ones, which raise ``IndexError`` on a label out of range; small batches pay
+    per tensor op (1-2 µs each), so fewer ops is what makes this fast. A batch
+    of at least ``c * c`` samples counts the confusion matrix instead (one
+    pass), and other devices, where an out-of-range ``index_add`` is a
+    device-side assert, use one ``bincount`` (``index_add=None`` picks by device).
 
     Example:
         >>> import torch
-        >>> old = tuple(torch.zeros(3, dtype=torch.long) for _ in range(4))
+        >>> zero = torch.zeros(3, 3, dtype=torch.long)
         >>> p, t = torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])
-        >>> _add_class_counts(old, p, t, None, 3)
+        >>> _class_counts(zero, p, t, None, 3)
         tensor([[1, 1, 1],
                 [0, 1, 0],
-                [2, 2, 3],
-                [1, 0, 0]])
-        >>> torch.equal(_add_class_counts(old, p, t, None, 3, matmul=False), _add_class_counts(old, p, t, None, 3))
+                [2, 1, 1]])
+        >>> torch.equal(_class_counts(zero, p, t, None, 3, index_add=False), _class_counts(zero, p, t, None, 3))
         True
     """
-    n: int | torch.Tensor = p.shape[0] if keep is None else keep.sum()
     if c * c <= p.shape[0]:
-        counts = _confusion_counts(p, t, keep, c)
+        cm = bincount(torch.add(p, t, alpha=c), c * c, keep).view(c, c)  # index t * c + p
+        hits = cm.diagonal()
+        return counts + torch.stack([hits, cm.sum(0) - hits, cm.sum(1)])
+    rows = torch.add(p, p != t, alpha=c)  # p on a hit (tp row), c + p on a miss (fp row)
+    if not (counts.is_cpu if index_add is None else index_add):
+        both = bincount(torch.cat([rows, t + 2 * c]), 3 * c, None if keep is None else keep.repeat(2))
+        return counts + both.view(3, c)
+    if keep is None:
+        one = ones(p.shape[0], counts.dtype, p.device)
     else:
-        miss = p != t
-        index = torch.cat([torch.add(p, miss, alpha=c), t + 2 * c])
-        if keep is not None:
-            index = torch.where(keep.repeat(2), index, 3 * c)
-        # the slice drops ignored samples and, with validate_args=False, labels out of range; it
-        # is unconditional because torch.compile cannot branch on a length that depends on data
-        counts = torch.bincount(index, minlength=3 * c)[: 3 * c].view(3, c)
-    tp, fp, tn, fn = old
-    base = torch.stack([tp, fp, tn + n, fn])
-    if matmul if matmul is not None else counts.device.type == "cpu":
-        return torch.addmm(base, _mixing(counts.device), counts)
-    hit, wrong, support = counts.unbind(0)
-    return base + torch.stack([hit, wrong, -(wrong + support), support - hit])
-
-
-def _confusion_counts(p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None, c: int) -> torch.Tensor:
-    """``[hits, misses by prediction, support]`` through the confusion matrix: one pass over a large batch."""
-    index = torch.add(p, t, alpha=c)  # t * c + p
-    if keep is not None:
-        index = torch.where(keep, index, c * c)
-    cm = torch.bincount(index, minlength=c * c)[: c * c].view(c, c)
-    hits = cm.diagonal()
-    return torch.stack([hits, cm.sum(0) - hits, cm.sum(1)])
-
-
-@functools.cache
-def _mixing(device: torch.device) -> torch.Tensor:
-    """Rows ``[tp, fp, tn - n, fn]`` from ``[hits, misses by prediction, support]``."""
-    return torch.tensor([[1, 0, 0], [0, 1, 0], [0, -1, -1], [-1, 0, 1]], device=device)
+        one, t, rows = keep.to(counts.dtype), t.where(keep, 0), rows.where(keep, 0)
+    new = counts.view(-1).index_add(0, rows, one).view(3, c)
+    new[2].index_add_(0, t, one)
+    return new
 
 
 class MulticlassStatScores(_MulticlassCounts):
