@@ -2,10 +2,11 @@
 
 ``reduce_metrics`` walks every metric into *units*: a tensor leaf with its op,
 or a whole metric that declares its own ``merge``. Built-in reducers take all
-units at once (``collective_reduce``): one fixed-size header exchange to agree
-on what is reduced, then one padded ``all_gather`` carrying every ``cat`` leaf,
-every merge state and every small (op, dtype) bucket as bytes, plus one
-``all_reduce`` per bucket too large to gather.
+units at once (``collective_reduce``): one fixed-size ``all_gather`` of a
+header, to agree on what is reduced, and of a byte payload carrying every
+``cat`` leaf, every merge state and every small (op, dtype) bucket; a second,
+padded ``all_gather`` only when some rank's payload does not fit the first,
+plus one ``all_reduce`` per bucket too large to gather.
 A plain-function reducer is called once per leaf instead.
 """
 
@@ -121,7 +122,17 @@ def fingerprint(desc: list[str]) -> int:
 
 
 GATHER_LIMIT = 4 << 20
-"""A bucket whose bytes times the group size stay under this rides the one all_gather."""
+"""A bucket whose bytes times the group size stay under this rides the payload ``all_gather``."""
+
+FIRST_GATHER = 256 << 10
+"""Bytes (all ranks together) of the first ``all_gather``: the header, plus the payloads when they fit."""
+
+_HEAD = 24  # the header: fingerprint, payload bytes, failure flag (three int64)
+
+
+def first_room(size: int) -> int:
+    """Payload bytes each of ``size`` ranks may carry in the first ``all_gather`` (a multiple of 8)."""
+    return max(4096, FIRST_GATHER // size) // 8 * 8
 
 
 def collective_reduce(
@@ -135,10 +146,12 @@ def collective_reduce(
 ) -> tuple[list[torch.Tensor], list[Metric]]:
     """Reduce many leaves and merge states over ``comm`` in as few collectives as possible.
 
-    Calls: one fixed-size header ``all_gather`` (agreement, payload sizes), one
-    padded ``all_gather`` of a byte payload carrying every ``cat`` leaf, every
-    merge state and every small (op, dtype) bucket, folded here in rank order,
-    and one ``all_reduce`` per bucket too large to gather (``GATHER_LIMIT``).
+    Calls: one fixed-size ``all_gather`` of a header (agreement, payload sizes)
+    and, when every rank's payload fits in ``first_room``, of the payloads
+    themselves: every ``cat`` leaf, every merge state and every small (op,
+    dtype) bucket, folded here in rank order. A larger payload takes a second,
+    padded ``all_gather``; a bucket too large to gather (``GATHER_LIMIT``)
+    takes one ``all_reduce``.
     """
     comm.arrive()
     fp = fingerprint(desc)
@@ -153,8 +166,13 @@ def collective_reduce(
     except Exception as err:  # noqa: BLE001 - every rank must still reach the header exchange
         payload, failure = None, err
     size = 0 if payload is None else payload.numel()
-    header = torch.tensor([fp, size, failure is not None], dtype=torch.int64, device=comm.device)
-    headers = torch.stack(comm.all_gather(header)).cpu()
+    room = first_room(comm.size)
+    first = torch.zeros(_HEAD + room, dtype=torch.uint8, device=comm.device)
+    first[:_HEAD] = torch.tensor([fp, size, failure is not None], dtype=torch.int64).view(torch.uint8)
+    if payload is not None and size <= room:
+        first[_HEAD : _HEAD + size] = payload
+    gathered = comm.all_gather(first)
+    headers = torch.stack([g[:_HEAD] for g in gathered]).cpu().view(torch.int64)
     if bool(headers[:, 2].any()):
         _raise_failure(comm, failure)
     if bool((headers[:, 0] != fp).any()):
@@ -165,10 +183,15 @@ def collective_reduce(
         _scatter(comm.all_reduce(flat, op) if flat.numel() else flat, leaves, idx, out)
     if payload is None:
         return out, []
-    longest = int(headers[:, 1].max())
-    if size < longest:
-        payload = torch.cat([payload, payload.new_zeros(longest - size)])
-    per_rank = [_unpack(p) for p in comm.all_gather(payload)]
+    sizes = headers[:, 1].tolist()
+    longest = max(sizes)
+    if longest <= room:
+        payloads = [g[_HEAD : _HEAD + n] for g, n in zip(gathered, sizes)]
+    else:
+        if size < longest:
+            payload = torch.cat([payload, payload.new_zeros(longest - size)])
+        payloads = comm.all_gather(payload)
+    per_rank = [_unpack(p) for p in payloads]
     for k, i in enumerate(cat_at):
         out[i] = _join_cat(paths[i], [parts[k] for parts in per_rank], leaves[i])
     offset = len(cat_at)

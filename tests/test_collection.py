@@ -119,7 +119,7 @@ def test_shared_states_reduce_together_and_ranks_with_no_data_agree() -> None:
 
     for out, calls in sm.simulate(body, 3):
         assert out == {"a": torch.tensor(4.0), "b": torch.tensor(8.0), "m": torch.tensor(3.0)}
-        assert calls == ["all_gather", "all_gather"]
+        assert calls == ["all_gather"]
 
 
 def test_reset_and_forward_on_collections() -> None:
