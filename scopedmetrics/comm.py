@@ -9,6 +9,7 @@ world in ``simulate.py`` offers the same surface over threads.
 from __future__ import annotations
 
 import pickle
+import threading
 import time
 from abc import ABC, abstractmethod
 from datetime import timedelta
@@ -75,6 +76,34 @@ _REDUCE_OPS = {
 }
 _GROUPS: dict[tuple[Any, tuple[int, ...]], Any] = {}
 _ARRIVALS: dict[tuple[int, ...], int] = {}  # group's global ranks -> reductions this process began
+_SLOW = 0.2  # seconds a wait lasts before this rank writes its arrival to the store
+_WAITING: dict[int, tuple[float, TorchComm]] = {}  # thread -> (when its current wait began, over which group)
+_WATCH: list[threading.Thread] = []
+
+
+def _watch() -> None:
+    """Announce the arrival of every rank thread whose wait has lasted ``_SLOW`` seconds (a daemon's loop).
+
+    A store write costs a round trip to the store's host; made on every reduction
+    it cost more than the reduction's own collectives at small sizes. Made only
+    when a wait is slow, it still comes long before any timeout reads it.
+    """
+    announced: set[tuple[int, float]] = set()
+    while True:
+        time.sleep(_SLOW / 2)
+        now = time.monotonic()
+        for ident, (since, comm) in list(_WAITING.items()):
+            if now - since >= _SLOW and (ident, since) not in announced:
+                announced.add((ident, since))
+                comm._announce()
+        announced &= {(i, since) for i, (since, _) in list(_WAITING.items())}
+
+
+def _waiting(comm: TorchComm) -> None:
+    if not _WATCH:
+        _WATCH.append(threading.Thread(target=_watch, name="scopedmetrics-arrivals", daemon=True))
+        _WATCH[0].start()
+    _WAITING[threading.get_ident()] = (time.monotonic(), comm)
 
 
 class TorchComm(Comm):
@@ -124,9 +153,16 @@ class TorchComm(Comm):
 
     def arrive(self) -> None:
         members = self._members()
-        count = _ARRIVALS[members] = _ARRIVALS.get(members, 0) + 1
-        store = dist.distributed_c10d._get_default_store()
-        store.set(self._arrival_key(members, dist.get_rank()), str(count))
+        _ARRIVALS[members] = _ARRIVALS.get(members, 0) + 1
+
+    def _announce(self) -> None:
+        """Write how many reductions over this group this rank began, for ``_absent`` on the others."""
+        try:
+            members = self._members()
+            store = dist.distributed_c10d._get_default_store()
+            store.set(self._arrival_key(members, dist.get_rank()), str(_ARRIVALS.get(members, 0)))
+        except Exception:  # noqa: BLE001, S110 - best effort: the store may be gone with the rank that hosted it
+            pass
 
     def _absent(self, grace: float) -> str:
         """Which ranks of the group have not begun the reduction this rank is in (best effort).
@@ -134,6 +170,7 @@ class TorchComm(Comm):
         Live ranks may still be on their way when a dead peer fails the call at
         once, so the answer is polled until it holds still for half a second.
         """
+        self._announce()
         try:
             members = self._members()
             mine = _ARRIVALS.get(members, 0)
@@ -154,16 +191,18 @@ class TorchComm(Comm):
             return ""
         if not behind:
             return "; every rank began this reduction, so one left during it"
-        return f"; rank(s) {behind} of the group never began this reduction"
+        return f"; rank(s) {behind} of the group are not in this reduction (never began it, or left before waiting)"
 
     def _wait(self, work: Any, what: str) -> None:
         started = time.monotonic()
+        _waiting(self)
         try:
             if self.timeout is None:
                 work.wait()
             else:
                 work.wait(timedelta(seconds=self.timeout))
         except Exception as err:  # gloo raises RuntimeError, NCCL DistBackendError
+            del _WAITING[threading.get_ident()]
             waited = time.monotonic() - started
             timed_out = self.timeout is not None and waited >= 0.9 * self.timeout
             how = f"timed out after {self.timeout}s" if timed_out else f"failed after {waited:.2f}s"
@@ -171,6 +210,7 @@ class TorchComm(Comm):
                 f"{what} on rank {self.rank} of {self.size} {how}: a participant did not arrive or left"
                 f"{self._absent(grace=2.0 if self.timeout is None else min(2.0, self.timeout))} ({err})"
             ) from err
+        del _WAITING[threading.get_ident()]
 
     def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         out = [torch.empty_like(tensor) for _ in range(self.size)]
