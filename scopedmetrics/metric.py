@@ -16,7 +16,18 @@ import optree
 import torch
 
 from scopedmetrics import tree
-from scopedmetrics.state import NAMESPACE, StateSpec, combine, compact, is_empty_cat, spec_of, static
+from scopedmetrics.state import (
+    NAMESPACE,
+    Rows,
+    StateSpec,
+    combine,
+    compact,
+    is_empty_cat,
+    link,
+    settle,
+    spec_of,
+    static,
+)
 
 M = TypeVar("M", bound="Metric")
 
@@ -66,6 +77,7 @@ class Metric:
     _state_names: ClassVar[tuple[str, ...]] = ()
     _static_names: ClassVar[tuple[str, ...]] = ()
     _names: ClassVar[frozenset[str]] = frozenset()  # state and static, for replace
+    _cat_names: ClassVar[tuple[str, ...]] = ()  # cat state fields: they may hold linked rows (state.Rows)
     _init_statics: ClassVar[tuple[str, ...]] = ()
     _ops: ClassVar[dict[str, str | None]] = {}
     _whole_merge: ClassVar[bool] = False
@@ -85,7 +97,7 @@ class Metric:
     # -- the pytree view --------------------------------------------------
 
     def _tree_flatten(self) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
-        d = self.__dict__
+        d = self._settled()
         statics = tuple(d[n] for n in self._static_names)
         return tuple(d[n] for n in self._state_names), (statics, self._reduced), self._state_names
 
@@ -101,8 +113,16 @@ class Metric:
 
     def _state_items(self) -> Iterator[tuple[str, Any, str | None]]:
         """``(name, value, op)`` of every state field, in leaf order."""
-        d = self.__dict__
+        d = self._settled()
         return ((n, d[n], self._ops[n]) for n in self._state_names)
+
+    def _settled(self) -> dict[str, Any]:
+        """The metric's ``__dict__``, with rows linked to its ``cat`` states copied in (the same values)."""
+        d = self.__dict__
+        for n in self._cat_names:
+            if type(d[n]) is Rows:
+                d[n] = settle(d[n])
+        return d
 
     def _config(self) -> tuple[Any, ...]:
         """The static configuration, comparable with ``==``; equal configurations merge."""
@@ -249,6 +269,24 @@ class Metric:
     def _field_names(self) -> frozenset[str]:
         return self._names
 
+    def append(self: M, **rows: torch.Tensor) -> M:
+        """A new metric with ``rows`` appended along dim 0 to these ``cat`` states.
+
+        Batches are linked, not copied, until the state is read (``state.Rows``),
+        so an update costs about a list append; reading ``m.preds``, reducing,
+        saving or pickling copies them in once.
+
+        Example:
+            >>> import scopedmetrics as sm, torch
+            >>> sm.Cat().append(value=torch.tensor([1.0, 2.0])).append(value=torch.tensor([3.0])).value
+            tensor([1., 2., 3.])
+        """
+        d = self.__dict__
+        for n in rows:
+            if n not in self._cat_names:
+                raise TypeError(f"{type(self).__name__}.append: {n!r} is not a cat state")
+        return self._rebuild({n: link(d[n], batch) for n, batch in rows.items()})
+
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The state leaves keyed by their dotted paths (``"inner.c.sum_sq"``).
 
@@ -262,7 +300,7 @@ class Metric:
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickle (and torch.save) the states alone, not the spare capacity of cat buffers.
-        return {k: tree.map_tensors(compact, v) if k in self._state_names else v for k, v in self.__dict__.items()}
+        return {k: tree.map_tensors(compact, v) if k in self._state_names else v for k, v in self._settled().items()}
 
     def load_state_dict(self: M, state_dict: dict[str, torch.Tensor]) -> M:
         """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole.
@@ -332,6 +370,9 @@ def _make_dataclass(cls: type[Metric]) -> None:
             statics.append(f.name)
     cls._state_names, cls._static_names, cls._ops = tuple(states), tuple(statics), ops
     cls._names = frozenset((*states, *statics))
+    cls._cat_names = tuple(n for n in states if ops[n] == "cat")
+    for n in cls._cat_names:
+        setattr(cls, n, _CatField(n))
     cls._init_statics = tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name in statics)  # type: ignore[arg-type]
     no_op = [f.name for f in dataclasses.fields(cls) if f.name in ops and ops[f.name] is None and not _holds_metrics(f)]  # type: ignore[arg-type]
     if no_op and not cls._whole_merge:
@@ -339,6 +380,25 @@ def _make_dataclass(cls: type[Metric]) -> None:
             f"{cls.__name__}: state field(s) {no_op} declare no reduce op; "
             "give them one, or override merge to reduce the whole state"
         )
+
+
+class _CatField:
+    """A ``cat`` field: reading it copies rows linked by ``Metric.append`` into the state, once."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:  # no class-level default: dataclasses must not take this for one
+            raise AttributeError(self.name)
+        d = obj.__dict__
+        value = d[self.name]
+        if type(value) is Rows:
+            value = d[self.name] = settle(value)
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
 
 
 def _holds_metrics(f: dataclasses.Field[Any]) -> bool:

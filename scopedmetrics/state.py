@@ -158,6 +158,12 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
         >>> a.tolist(), b.tolist()
         ([1.0, 2.0], [1.0, 2.0, 3.0])
     """
+    batch = _rows_of(rows, batch)
+    return rows if batch.shape[0] == 0 else _extend(rows, (batch,))
+
+
+def _rows_of(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
+    """``batch`` as rows that may follow ``rows``: detached, at least 1-d, of the same row shape."""
     if _compiling():
         raise RuntimeError(
             "a cat state grows with the data and cannot be traced by torch.compile; "
@@ -165,42 +171,138 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
         )
     if batch.requires_grad:
         batch = batch.detach()
-    k = batch.shape[0] if batch.ndim else 1
-    if k == 0:
-        return rows
     if batch.ndim == 0:
         batch = batch.reshape(1)
-    if is_empty_cat(rows):
-        return _grow(batch[:0], batch, batch.dtype)
-    if batch.shape[1:] != rows.shape[1:]:
+    if batch.shape[0] and not is_empty_cat(rows) and batch.shape[1:] != rows.shape[1:]:
         raise ValueError(
             f"cannot append rows of shape {tuple(batch.shape[1:])} to rows of shape {tuple(rows.shape[1:])}"
         )
-    n = rows.shape[0]
+    return batch
+
+
+def _extend(rows: torch.Tensor, batches: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """``rows`` followed by non-empty ``batches``, in ``rows``' spare capacity when this prefix still owns it."""
+    n, k = rows.shape[0] if rows.ndim else 0, sum(b.shape[0] for b in batches)
+    if is_empty_cat(rows):
+        return _grow(batches[0][:0], batches, batches[0].dtype)
     base = rows._base
-    if base is not None and base.device == batch.device and rows.data_ptr() == base.data_ptr():
+    if base is not None and base.device == batches[0].device and rows.data_ptr() == base.data_ptr():
         with _CLAIM:
             mine = getattr(base, "_sm_used", -1) == n and base.shape[0] >= n + k
             if mine:
                 base._sm_used = n + k  # type: ignore[attr-defined]
         if mine:
-            base[n : n + k] = batch
+            _write(base, n, batches)
             return base[: n + k]
-    return _grow(rows, batch, rows.dtype)
+    return _grow(rows, batches, rows.dtype)
 
 
-def _compiling() -> bool:
-    compiler = getattr(torch, "compiler", None)
-    return bool(compiler is not None and getattr(compiler, "is_compiling", lambda: False)())
+def _write(base: torch.Tensor, at: int, batches: tuple[torch.Tensor, ...]) -> None:
+    """Copy ``batches`` into ``base`` from row ``at``: one ``cat`` into the slice when dtypes allow."""
+    if len(batches) > 1 and all(b.dtype == base.dtype for b in batches):
+        torch.cat(batches, out=base[at : at + sum(b.shape[0] for b in batches)])
+        return
+    for b in batches:
+        base[at : at + b.shape[0]] = b
+        at += b.shape[0]
 
 
-def _grow(rows: torch.Tensor, batch: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    n, k = rows.shape[0], batch.shape[0]
-    base = torch.empty((max(int((n + k) * _GROWTH), 16), *batch.shape[1:]), dtype=dtype, device=batch.device)
+_compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
+
+def _grow(rows: torch.Tensor, batches: tuple[torch.Tensor, ...], dtype: torch.dtype) -> torch.Tensor:
+    n = rows.shape[0]
+    total = n + sum(b.shape[0] for b in batches)
+    base = torch.empty((max(int(total * _GROWTH), 16), *batches[0].shape[1:]), dtype=dtype, device=batches[0].device)
     base[:n] = rows
-    base[n : n + k] = batch
-    base._sm_used = n + k  # type: ignore[attr-defined]
-    return base[: n + k]
+    _write(base, n, batches)
+    base._sm_used = total  # type: ignore[attr-defined]
+    return base[:total]
+
+
+BY_REFERENCE = 64 << 10
+"""Bytes from which a batch appended to a ``cat`` state is kept by reference until the state is read."""
+
+
+class Rows:
+    """A ``cat`` state with large batches appended but not yet copied in: an immutable chain.
+
+    ``link`` keeps a batch of ``BY_REFERENCE`` bytes or more by reference when
+    that is safe: a tensor of its own (not a view, not an inference tensor)
+    whose version counter shows any later in-place change; other batches are
+    copied (smaller ones into a growing buffer, as ``append`` does). ``settle``
+    makes the chain one tensor, once, when the state is read; a batch kept by
+    reference and changed in place before then makes it raise instead of
+    storing the changed values. Copying a large batch costs more than the
+    update's own work (fresh pages), and the read copies it anyway.
+    """
+
+    __slots__ = ("rows", "chunks", "versions", "settled")
+
+    def __init__(self, rows: torch.Tensor, chunks: tuple[torch.Tensor, ...], versions: tuple[int, ...]) -> None:
+        self.rows, self.chunks, self.versions = rows, chunks, versions
+        self.settled: torch.Tensor | None = None
+
+    def __repr__(self) -> str:
+        return f"Rows({tuple(self.rows.shape)} + {len(self.chunks)} chunks)"
+
+
+def link(rows: torch.Tensor | Rows, batch: torch.Tensor) -> torch.Tensor | Rows:
+    """``rows`` with ``batch`` appended along dim 0; a large batch is copied in when read (see ``Rows``).
+
+    Example:
+        >>> from scopedmetrics.state import link, settle
+        >>> a = link(torch.empty(0), torch.arange(20_000.0))
+        >>> b = link(a, torch.tensor([3.0]))
+        >>> type(a).__name__, settle(b)[-2:].tolist()
+        ('Rows', [19999.0, 3.0])
+    """
+    if isinstance(rows, Rows) and rows.settled is not None:
+        rows = rows.settled
+    large = batch.numel() * batch.element_size() >= BY_REFERENCE
+    if isinstance(rows, torch.Tensor):
+        if not large:
+            return append(rows, batch)
+        rows = Rows(rows, (), ())
+    chunks, versions = rows.chunks, rows.versions
+    batch = _rows_of(chunks[0] if chunks else rows.rows, batch)
+    if batch.shape[0] == 0:
+        return rows.rows if not chunks else rows
+    if large:
+        kept, version = _kept(batch)
+        return Rows(rows.rows, (*chunks, kept), (*versions, version))
+    if versions[-1] < 0:  # the last chunk is a copy of the chain's own: grow it
+        return Rows(rows.rows, (*chunks[:-1], append(chunks[-1], batch)), versions)
+    return Rows(rows.rows, (*chunks, append(batch[:0], batch)), (*versions, -1))
+
+
+def _kept(batch: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """``batch`` itself and its version when it may be kept by reference, else a copy (version -1)."""
+    if (
+        batch._base is None
+        and not batch.is_inference()
+        and batch.is_contiguous()
+        and batch.storage_offset() == 0
+        and batch.untyped_storage().nbytes() == batch.numel() * batch.element_size()
+    ):
+        return batch, batch._version
+    return batch.clone(memory_format=torch.contiguous_format), -1
+
+
+def settle(rows: torch.Tensor | Rows) -> torch.Tensor:
+    """The tensor of a ``cat`` state: ``rows`` itself, or a chain copied into its buffer (once)."""
+    if not isinstance(rows, Rows):
+        return rows
+    if rows.settled is None:
+        for chunk, version in zip(rows.chunks, rows.versions):
+            if version >= 0 and chunk._version != version:
+                raise RuntimeError(
+                    f"a tensor of {chunk.numel() * chunk.element_size()} bytes passed to a metric's update() "
+                    "was changed in place before the metric read it; large batches are kept by reference "
+                    "until then, so pass tensors you do not change afterwards (or a .clone())"
+                )
+        rows.settled = _extend(rows.rows, rows.chunks)
+    return rows.settled
 
 
 def compact(t: torch.Tensor) -> torch.Tensor:

@@ -57,7 +57,7 @@ from scopedmetrics.classification.inputs import (
     tally,
 )
 from scopedmetrics.metric import Metric
-from scopedmetrics.state import append, state, static
+from scopedmetrics.state import state, static
 
 Curve = tuple[Tensor, Tensor, Tensor]
 B = TypeVar("B", bound="_BinaryCurve")
@@ -398,7 +398,7 @@ class _BinaryCurve(Metric):
             extremes = None
         scores = _scores(preds, "sigmoid", extremes)
         if self.thresholds is None:
-            return self.replace(preds=append(self.preds, scores), target=append(self.target, target.to(torch.uint8)))
+            return self.append(preds=scores, target=target.to(torch.uint8))
         return self.replace(counts=_binned(self.counts, scores, target.long(), self.thresholds))
 
     def _columns(self) -> tuple[Tensor, Tensor, None]:
@@ -433,7 +433,7 @@ class _MulticlassCurve(Metric):
             preds, target = preds[keep], target[keep]
         scores = _scores(preds, "softmax")
         if self.thresholds is None:
-            return self.replace(preds=append(self.preds, scores), target=append(self.target, target))
+            return self.append(preds=scores, target=target)
         one_hot = target.unsqueeze(1) == torch.arange(self.num_classes, device=target.device)
         return self.replace(counts=_binned(self.counts, scores, one_hot, self.thresholds))
 
@@ -482,7 +482,7 @@ class _MultilabelCurve(Metric):
         if self.thresholds is None:
             if keep is not None:  # rows stay whole, so ignored entries are marked, not dropped
                 target = torch.where(keep, target, -1)
-            return self.replace(preds=append(self.preds, scores), target=append(self.target, target.to(torch.int8)))
+            return self.append(preds=scores, target=target.to(torch.int8))
         return self.replace(counts=_binned(self.counts, scores, target == 1, self.thresholds, keep))
 
     def _columns(self) -> tuple[Tensor, Tensor, Tensor | None]:
