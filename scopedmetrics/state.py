@@ -159,7 +159,8 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
         ([1.0, 2.0], [1.0, 2.0, 3.0])
     """
     batch = _rows_of(rows, batch)
-    return rows if batch.shape[0] == 0 else _extend(rows, (batch,))
+    k = batch.shape[0]
+    return rows if k == 0 else _extend(rows, (batch,), k)
 
 
 def _rows_of(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
@@ -173,34 +174,37 @@ def _rows_of(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
         batch = batch.detach()
     if batch.ndim == 0:
         batch = batch.reshape(1)
-    if batch.shape[0] and not is_empty_cat(rows) and batch.shape[1:] != rows.shape[1:]:
+    multi = batch.ndim > 1 or rows.ndim > 1  # 1-d rows after 1-d rows need no shape check
+    if multi and batch.shape[0] and not is_empty_cat(rows) and batch.shape[1:] != rows.shape[1:]:
         raise ValueError(
             f"cannot append rows of shape {tuple(batch.shape[1:])} to rows of shape {tuple(rows.shape[1:])}"
         )
     return batch
 
 
-def _extend(rows: torch.Tensor, batches: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """``rows`` followed by non-empty ``batches``, in ``rows``' spare capacity when this prefix still owns it."""
-    n, k = rows.shape[0] if rows.ndim else 0, sum(b.shape[0] for b in batches)
+def _extend(rows: torch.Tensor, batches: tuple[torch.Tensor, ...], k: int) -> torch.Tensor:
+    """``rows`` followed by ``batches`` (``k`` rows), in ``rows``' spare capacity when this prefix still owns it."""
     if is_empty_cat(rows):
-        return _grow(batches[0][:0], batches, batches[0].dtype)
-    base = rows._base
-    if base is not None and base.device == batches[0].device and rows.data_ptr() == base.data_ptr():
+        return _grow(batches[0][:0], batches, batches[0].dtype, k)
+    n, base = rows.shape[0], rows._base
+    if base is not None and rows.data_ptr() == base.data_ptr() and base.device == batches[0].device:
         with _CLAIM:
             mine = getattr(base, "_sm_used", -1) == n and base.shape[0] >= n + k
             if mine:
                 base._sm_used = n + k  # type: ignore[attr-defined]
         if mine:
-            _write(base, n, batches)
+            _write(base, n, batches, k)
             return base[: n + k]
-    return _grow(rows, batches, rows.dtype)
+    return _grow(rows, batches, rows.dtype, k)
 
 
-def _write(base: torch.Tensor, at: int, batches: tuple[torch.Tensor, ...]) -> None:
-    """Copy ``batches`` into ``base`` from row ``at``: one ``cat`` into the slice when dtypes allow."""
-    if len(batches) > 1 and all(b.dtype == base.dtype for b in batches):
-        torch.cat(batches, out=base[at : at + sum(b.shape[0] for b in batches)])
+def _write(base: torch.Tensor, at: int, batches: tuple[torch.Tensor, ...], k: int) -> None:
+    """Copy ``batches`` (``k`` rows) into ``base`` from row ``at``: one ``cat`` into the slice when dtypes allow."""
+    if len(batches) == 1:
+        base[at : at + k] = batches[0]
+        return
+    if all(b.dtype == base.dtype for b in batches):
+        torch.cat(batches, out=base[at : at + k])
         return
     for b in batches:
         base[at : at + b.shape[0]] = b
@@ -210,12 +214,12 @@ def _write(base: torch.Tensor, at: int, batches: tuple[torch.Tensor, ...]) -> No
 _compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
 
-def _grow(rows: torch.Tensor, batches: tuple[torch.Tensor, ...], dtype: torch.dtype) -> torch.Tensor:
+def _grow(rows: torch.Tensor, batches: tuple[torch.Tensor, ...], dtype: torch.dtype, k: int) -> torch.Tensor:
     n = rows.shape[0]
-    total = n + sum(b.shape[0] for b in batches)
+    total = n + k
     base = torch.empty((max(int(total * _GROWTH), 16), *batches[0].shape[1:]), dtype=dtype, device=batches[0].device)
     base[:n] = rows
-    _write(base, n, batches)
+    _write(base, n, batches, k)
     base._sm_used = total  # type: ignore[attr-defined]
     return base[:total]
 
@@ -301,7 +305,7 @@ def settle(rows: torch.Tensor | Rows) -> torch.Tensor:
                     "was changed in place before the metric read it; large batches are kept by reference "
                     "until then, so pass tensors you do not change afterwards (or a .clone())"
                 )
-        rows.settled = _extend(rows.rows, rows.chunks)
+        rows.settled = _extend(rows.rows, rows.chunks, sum(c.shape[0] for c in rows.chunks))
     return rows.settled
 
 

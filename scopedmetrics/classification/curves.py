@@ -164,7 +164,8 @@ def _bin_edges(thresholds: int | tuple[float, ...], device: torch.device) -> Ten
 
 def _binned(counts: Tensor, scores: Tensor, positive: Tensor, thresholds: Any, keep: Tensor | None = None) -> Tensor:
     """``counts`` plus the batch counted by (column, number of thresholds reached, label): one ``tally``."""
-    thr = _bin_edges(thresholds, scores.device)
+    compiling = torch.compiler.is_compiling()  # a traced function makes them itself: Dynamo skips lru_cache
+    thr = _threshold_values(thresholds, scores.device) if compiling else _bin_edges(thresholds, scores.device)
     index = torch.add(positive, torch.bucketize(scores.contiguous(), thr, right=True), alpha=2)
     if scores.ndim == 2:
         index = index + torch.arange(scores.shape[1], device=scores.device) * (2 * (len(thr) + 1))

@@ -154,14 +154,19 @@ def _in_range(owner: Any, arg: str, x: torch.Tensor, high: int, ignore: int | No
 
     The common case costs one ``aminmax``: when the extremes are in range, or
     are ``ignore``, every value is; only a batch that fails that looks closer.
+    Under ``torch.compile`` the check is an asynchronous assert (no graph break).
     """
-    if _extremes_within(x, high, ignore):
+    if not torch.compiler.is_compiling() and _extremes_within(x, high, ignore):
         return
     bad = (x < 0) | (x > high)
     if ignore is not None:
         bad &= x != ignore
     if mask is not None:
         bad &= mask
+    if torch.compiler.is_compiling():
+        also = f" other than ignore_index={ignore}" if ignore is not None else ""
+        torch._assert_async(~bad.any(), str(input_error(owner, arg, f"has values outside [0, {high}]{also}")))
+        return
     if bool(bad.any()):
         found = torch.unique(x[bad])[:5].tolist()
         also = f" other than ignore_index={ignore}" if ignore is not None else ""
@@ -180,6 +185,11 @@ def _extremes_within(x: torch.Tensor, high: int, ignore: int | None) -> bool:
 
 def _no_nan(owner: Any, preds: torch.Tensor, finite: bool = False) -> None:
     # One aminmax decides: NaN propagates to both extremes, and an infinity is an extreme.
+    if torch.compiler.is_compiling():
+        ok = preds.isfinite().all() if finite else ~preds.isnan().any()
+        problem = "contains " + ("non-finite values" if finite else "NaN")
+        torch._assert_async(ok, str(input_error(owner, "preds", problem)))
+        return
     if preds.numel() == 0:
         return
     low, high = _extremes(preds)
@@ -265,6 +275,10 @@ def _probabilities(preds: torch.Tensor, normalize: str, extremes: tuple[float, f
     """
     if preds.numel() == 0:
         return preds
+    if torch.compiler.is_compiling():  # the same choice without a Python branch on the data
+        low_t, high_t = torch.aminmax(preds)
+        scaled = preds.sigmoid() if normalize == "sigmoid" else preds.softmax(1)
+        return torch.where((low_t >= 0) & (high_t <= 1), preds, scaled)
     low, high = _extremes(preds) if extremes is None else extremes
     if low >= 0 and high <= 1:  # NaN extremes fail both tests, as NaN scores fail the elementwise ones
         return preds
@@ -284,6 +298,10 @@ def finite_scores(owner: Any, preds: torch.Tensor) -> tuple[float, float] | None
     probabilities and logits.
     """
     if preds.numel() == 0:
+        return None
+    if torch.compiler.is_compiling():  # NaN, then infinities, as below
+        _no_nan(owner, preds)
+        _no_nan(owner, preds, finite=True)
         return None
     low, high = _extremes(preds)
     if math.isnan(low) or math.isnan(high):

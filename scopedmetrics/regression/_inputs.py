@@ -57,9 +57,17 @@ def tensor_arg(owner: Metric, name: str, value: Any) -> torch.Tensor:
 
 
 def check_finite(owner: Metric, name: str, x: torch.Tensor) -> None:
-    """Refuse NaN and infinite values, which would poison the state for every participant."""
-    if x.is_floating_point() and not all_finite(x):
-        raise ValueError(f"{where(owner)}: argument `{name}` contains non-finite values (NaN or inf)")
+    """Refuse NaN and infinite values, which would poison the state for every participant.
+
+    Under ``torch.compile`` the check is an asynchronous assert (no graph break).
+    """
+    if not x.is_floating_point():
+        return
+    message = f"{where(owner)}: argument `{name}` contains non-finite values (NaN or inf)"
+    if torch.compiler.is_compiling():
+        torch._assert_async(x.isfinite().all(), message)
+    elif not all_finite(x):
+        raise ValueError(message)
 
 
 def all_finite(x: torch.Tensor) -> bool:
@@ -78,7 +86,7 @@ def check_result(owner: Metric, result: torch.Tensor, inputs: tuple[tuple[str, t
     reading it again; a non-finite one checks each input in order, and passes
     when they are finite (the result overflowed), exactly as checking them first.
     """
-    if owner.validate_args and not all_finite(result):  # type: ignore[attr-defined]
+    if owner.validate_args and (torch.compiler.is_compiling() or not all_finite(result)):  # type: ignore[attr-defined]
         for name, x in inputs:
             check_finite(owner, name, x)
 
