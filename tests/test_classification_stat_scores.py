@@ -39,6 +39,7 @@ from scopedmetrics.classification import (
     MultilabelStatScores,
 )
 from scopedmetrics.classification import stat_scores as stat_scores_module
+from scopedmetrics.classification.inputs import tally
 
 N = 90
 C = 4
@@ -848,3 +849,16 @@ def test_pickle_state_dict_reset_round_trip() -> None:
     assert_close(fresh.state_dict(), {"counts": torch.zeros(3, C, dtype=torch.long)})
     assert_close(fresh.load_state_dict(m.state_dict()).compute(), expected)
     assert_close(m.to(torch.float64).compute(), expected)
+
+
+@pytest.mark.parametrize("n", [0, 7, (1 << 16) + 5])  # index_add below 2**16 samples, bincount above
+def test_tally_adds_one_per_position_where_kept(n: int) -> None:
+    g = torch.Generator().manual_seed(n)
+    counts = torch.randint(0, 9, (4, 3), generator=g)
+    index = torch.randint(0, 12, (n,), generator=g)
+    keep = torch.rand(n, generator=g) < 0.5
+    assert torch.equal(tally(counts, index), counts + torch.bincount(index, minlength=12).view(4, 3))
+    assert torch.equal(tally(counts, index, keep), counts + torch.bincount(index[keep], minlength=12).view(4, 3))
+    if n and n < 1 << 16:
+        with pytest.raises(IndexError):
+            tally(counts, torch.tensor([12]))
