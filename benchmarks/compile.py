@@ -12,7 +12,9 @@ Three ways to compile one update (batch of 32, CPU, inductor):
 For each: ``torch._dynamo.explain`` (graphs, graph breaks and their first
 reasons), whether ``fullgraph=True`` compiles and runs (else the first line of
 the error), that the compiled result equals eager, and eager vs compiled µs per
-call (median over repeats). Nothing in the library is changed to make it pass.
+call (median over repeats). Under tracing the library turns its data checks into
+asynchronous asserts and its probabilities-or-logits choice into a ``torch.where``
+(see docs/concepts.md, "Compiling update").
 
 Run: ``python benchmarks/compile.py`` (``--quick``: fewer calls per timing).
 Prints a Markdown table and writes ``benchmarks/results/compile.json``.
