@@ -8,6 +8,7 @@ world in ``simulate.py`` offers the same surface over threads.
 
 from __future__ import annotations
 
+import os
 import pickle
 import threading
 import time
@@ -97,6 +98,16 @@ def _watch() -> None:
                 announced.add((ident, since))
                 comm._announce()
         announced &= {(i, since) for i, (since, _) in list(_WAITING.items())}
+
+
+def _forget_watch() -> None:
+    """In a forked child the watcher thread does not exist: start another when needed."""
+    _WATCH.clear()
+    _WAITING.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_watch)
 
 
 def _waiting(comm: TorchComm) -> None:
