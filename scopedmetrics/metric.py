@@ -272,9 +272,10 @@ class Metric:
     def append(self: M, **rows: torch.Tensor) -> M:
         """A new metric with ``rows`` appended along dim 0 to these ``cat`` states.
 
-        Batches are linked, not copied, until the state is read (``state.Rows``),
-        so an update costs about a list append; reading ``m.preds``, reducing,
-        saving or pickling copies them in once.
+        Small batches are copied into the state's growing buffer (``state.append``);
+        batches of ``state.BY_REFERENCE`` bytes or more are kept by reference until
+        the state is read (``state.Rows``): reading ``m.preds``, reducing, saving
+        or pickling copies them in, once.
 
         Example:
             >>> import scopedmetrics as sm, torch

@@ -141,6 +141,7 @@ def concat(parts: list[torch.Tensor]) -> torch.Tensor:
 
 _CLAIM = threading.Lock()
 _GROWTH = 1.5
+_compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
 
 def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
@@ -209,9 +210,6 @@ def _write(base: torch.Tensor, at: int, batches: tuple[torch.Tensor, ...], k: in
     for b in batches:
         base[at : at + b.shape[0]] = b
         at += b.shape[0]
-
-
-_compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
 
 def _grow(rows: torch.Tensor, batches: tuple[torch.Tensor, ...], dtype: torch.dtype, k: int) -> torch.Tensor:
