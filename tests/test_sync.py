@@ -20,7 +20,9 @@ from worlds import CountingComm
 
 import scopedmetrics as sm
 from scopedmetrics import sync
+from scopedmetrics.classification import BinaryAUROC
 from scopedmetrics.reducers import Collective
+from scopedmetrics.state import BY_REFERENCE
 
 
 class RunningVariance(sm.Metric):
@@ -65,6 +67,16 @@ def cat_case(rank: int, trailing: tuple[int, ...]) -> torch.Tensor:
     if rows.shape[0]:
         m = m.update(rows + 100 * rank)
     return m.compute()
+
+
+def large_rows_case(rank: int, scores: torch.Tensor, labels: torch.Tensor, bounds: list[int]) -> float:
+    """Exact AUROC whose shards arrive as one large batch (kept by reference) and a small one."""
+    part = slice(bounds[rank], bounds[rank + 1])
+    s, t = scores[part].clone(), labels[part].clone()  # tensors of their own, as a model's outputs are
+    cut = len(s) - 5
+    m = BinaryAUROC().update(s[:cut].clone(), t[:cut].clone()).update(s[cut:], t[cut:])
+    assert type(m.__dict__["preds"]).__name__ == "Rows"  # not yet copied in
+    return float(m.compute())
 
 
 def empty_joins_case(rank: int) -> torch.Tensor:
@@ -208,6 +220,18 @@ def test_default_reducer_under_gloo_is_distributed() -> None:
 def _default_repr(rank: int) -> str:
     r = sm.get_reducer()
     return f"{type(r).__name__}({'distributed' if r.comm.__class__.__name__ == 'TorchComm' else '?'})"
+
+
+def test_large_batches_kept_by_reference_reduce_like_any_other(world: Any) -> None:
+    from sklearn.metrics import roc_auc_score
+
+    g = torch.Generator().manual_seed(7)
+    n = 5 * BY_REFERENCE // 4  # float32: every shard's first batch is kept by reference
+    scores, labels = torch.rand(n, generator=g), torch.randint(0, 2, (n,), generator=g)
+    bounds = [0, n // 2 - 1000, n]  # uneven shards
+    expected = roc_auc_score(labels.numpy(), scores.numpy())
+    for value in world.run(large_rows_case, 2, scores, labels, bounds):
+        assert value == pytest.approx(expected, abs=1e-6)
 
 
 @pytest.mark.parametrize("trailing", [(), (3,)])
