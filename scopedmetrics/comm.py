@@ -61,7 +61,7 @@ class Comm(ABC):
         padded = torch.zeros(longest, dtype=torch.uint8, device=self.device)
         padded[: raw.numel()] = raw.to(self.device)
         parts = self.all_gather(padded)
-        return [pickle.loads(p[: int(s.item())].cpu().numpy().tobytes()) for p, s in zip(parts, sizes)]
+        return [pickle.loads(bytes(p[: int(s.item())].cpu().tolist())) for p, s in zip(parts, sizes)]  # no numpy needed
 
     def members(self, key: Any) -> list[int]:
         """Ranks of this group whose key equals ours (a collective call)."""

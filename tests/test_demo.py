@@ -28,6 +28,15 @@ def test_demo_with_gloo_processes_passes() -> None:
     assert "4 gloo processes" in done.stdout  # the start-up progress, plain or rich
 
 
+def test_demo_runs_where_numpy_is_not_installed() -> None:
+    """The package needs torch and optree only; a fresh machine's torch wheel may come without numpy."""
+    code = "import sys, runpy; sys.modules['numpy'] = None; sys.argv = ['scopedmetrics', 'demo']; " \
+        "runpy.run_module('scopedmetrics', run_name='__main__')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS: 18 values checked" in done.stdout
+
+
 def test_unknown_command_prints_usage() -> None:
     done = subprocess.run([sys.executable, "-m", "scopedmetrics", "nope"], capture_output=True, text=True)
     assert done.returncode == 2 and "usage" in done.stdout
