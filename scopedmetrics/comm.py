@@ -213,7 +213,6 @@ class TorchComm(Comm):
             else:
                 work.wait(timedelta(seconds=self.timeout))
         except Exception as err:  # gloo raises RuntimeError, NCCL DistBackendError
-            del _WAITING[threading.get_ident()]
             waited = time.monotonic() - started
             timed_out = self.timeout is not None and waited >= 0.9 * self.timeout
             how = f"timed out after {self.timeout}s" if timed_out else f"failed after {waited:.2f}s"
@@ -221,7 +220,8 @@ class TorchComm(Comm):
                 f"{what} on rank {self.rank} of {self.size} {how}: a participant did not arrive or left"
                 f"{self._absent(grace=2.0 if self.timeout is None else min(2.0, self.timeout))} ({err})"
             ) from err
-        del _WAITING[threading.get_ident()]
+        finally:
+            del _WAITING[threading.get_ident()]
 
     def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         out = [torch.empty_like(tensor) for _ in range(self.size)]

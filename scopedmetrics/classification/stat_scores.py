@@ -31,6 +31,7 @@ from scopedmetrics.classification.inputs import (
     multiclass_labels,
     multilabel_labels,
     ones,
+    tally,
 )
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import state, static
@@ -354,7 +355,8 @@ def _class_counts(
     per tensor op (1-2 µs each), so fewer ops is what makes this fast. A batch
     of at least ``c * c`` samples counts the confusion matrix instead (one
     pass), and other devices, where an out-of-range ``index_add`` is a
-    device-side assert, use one ``bincount`` (``index_add=None`` picks by device).
+    device-side assert, ``tally`` both rows at once, which takes a ``bincount``
+    there (``index_add=None`` picks by device).
 
     Example:
         >>> import torch
@@ -372,9 +374,8 @@ def _class_counts(
         hits = cm.diagonal()
         return counts + torch.stack([hits, cm.sum(0) - hits, cm.sum(1)])
     rows = torch.add(p, p != t, alpha=c)  # p on a hit (tp row), c + p on a miss (fp row)
-    if not (counts.is_cpu if index_add is None else index_add):
-        both = bincount(torch.cat([rows, t + 2 * c]), 3 * c, None if keep is None else keep.repeat(2))
-        return counts + both.view(3, c)
+    if not (counts.is_cpu if index_add is None else index_add):  # both rows in one tally (a bincount there)
+        return tally(counts, torch.cat([rows, t + 2 * c]), None if keep is None else keep.repeat(2))
     if keep is None:
         one = ones(p.shape[0], counts.dtype, p.device)
     else:
