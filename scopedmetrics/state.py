@@ -237,6 +237,13 @@ class Rows:
     reference and changed in place before then makes it raise instead of
     storing the changed values. Copying a large batch costs more than the
     update's own work (fresh pages), and the read copies it anyway.
+
+    Example:
+        >>> from scopedmetrics.state import Rows, link
+        >>> big = torch.zeros(BY_REFERENCE // 4)
+        >>> chain = link(torch.empty(0), big)
+        >>> isinstance(chain, Rows) and chain.chunks[0] is big
+        True
     """
 
     __slots__ = ("rows", "chunks", "versions", "settled")
@@ -292,7 +299,14 @@ def _kept(batch: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 
 def settle(rows: torch.Tensor | Rows) -> torch.Tensor:
-    """The tensor of a ``cat`` state: ``rows`` itself, or a chain copied into its buffer (once)."""
+    """The tensor of a ``cat`` state: ``rows`` itself, or a chain copied into its buffer (once).
+
+    Example:
+        >>> from scopedmetrics.state import link, settle
+        >>> chain = link(torch.empty(0), torch.ones(20_000))
+        >>> settle(chain).shape, settle(chain) is settle(chain)
+        (torch.Size([20000]), True)
+    """
     if not isinstance(rows, Rows):
         return rows
     if rows.settled is None:
