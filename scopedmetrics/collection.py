@@ -1,8 +1,11 @@
 """Collections of metrics, and reducing any pytree of metrics in one pass.
 
 A ``Collection`` is itself a metric whose state is its members' states,
-matched by name. Members whose ``update`` is the same code over the same
-configuration and equal states share one ``update`` call.
+matched by name. Members of one type and configuration that hold the very
+same state tensors (built equal, then updated together) share one ``update``
+call: the same computation on the same state. Sharing is re-derived from the
+states at every update, never fixed when the collection is built, so a member
+given other states (``load_state_dict``, ``replace``) stops sharing at once.
 """
 
 from __future__ import annotations
@@ -15,16 +18,13 @@ from typing import Any, TypeVar, cast
 
 import optree
 
-from scopedmetrics.metric import Metric, _is_metric, frozen
+from scopedmetrics.metric import Metric, _is_metric
 from scopedmetrics.scope import get_reducer
-from scopedmetrics.state import StateSpec, spec_of
 from scopedmetrics.sync import reduce_metrics
 from scopedmetrics.tree import flatten
 
 T = TypeVar("T")
 C = TypeVar("C", bound="Collection")
-
-_Group = tuple[tuple[str, ...], tuple[str, ...]]  # member names, state fields they share
 
 
 class Collection(Metric):
@@ -39,7 +39,6 @@ class Collection(Metric):
 
     _custom_tree = True
     _members: dict[str, Metric]
-    _shared: tuple[_Group, ...]
 
     def __init__(self, metrics: Mapping[str, Metric] | None = None, /, **kwargs: Metric) -> None:
         members = {**(metrics or {}), **kwargs}
@@ -48,26 +47,21 @@ class Collection(Metric):
                 raise ValueError(f"Collection: member names must be identifiers, got {name!r}")
             if not isinstance(m, Metric):
                 raise TypeError(f"Collection: member {name!r} is {type(m).__name__}, not a Metric")
-        shared = _share_groups(members)
-        for names, fields in shared:  # members that share an update share its tensors from the start
-            lead = members[names[0]]
-            for other in names[1:]:
-                members[other] = members[other]._rebuild({f: getattr(lead, f) for f in fields})
-        self.__dict__.update(_members=members, _shared=shared)
+        self.__dict__.update(_members=_alias_equal(members))
 
     # -- the pytree view --------------------------------------------------
 
     def _tree_flatten(self) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
         names = tuple(sorted(self._members))
-        meta = (tuple(self._members), self._shared, self._reduced)
+        meta = (tuple(self._members), self._reduced)
         return tuple(self._members[n] for n in names), meta, names
 
     @classmethod
     def _tree_unflatten(cls: type[C], meta: Any, children: Any) -> C:
-        order, shared, reduced = meta
+        order, reduced = meta
         by_name = dict(zip(sorted(order), children))
         obj = object.__new__(cls)
-        obj.__dict__.update(_members={n: by_name[n] for n in order}, _shared=shared)
+        obj.__dict__.update(_members={n: by_name[n] for n in order})
         if reduced:
             obj.__dict__["_reduced"] = True
         return obj
@@ -75,8 +69,8 @@ class Collection(Metric):
     def _state_items(self) -> Iterator[tuple[str, Any, str | None]]:
         return ((n, self._members[n], None) for n in sorted(self._members))
 
-    def _config(self) -> tuple[Any, ...]:
-        return tuple(sorted(self._members))
+    def _config(self) -> str:
+        return repr(tuple(sorted(self._members)))
 
     def _describe(self) -> str:
         return f"Collection({', '.join(sorted(self._members))})"
@@ -86,7 +80,7 @@ class Collection(Metric):
 
     def _rebuild(self: C, fields: dict[str, Any], reduced: bool = False) -> C:
         obj = object.__new__(type(self))
-        obj.__dict__.update(_members={**self._members, **fields}, _shared=self._shared)
+        obj.__dict__.update(_members={**self._members, **fields})
         if reduced:
             obj.__dict__["_reduced"] = True
         return obj
@@ -100,24 +94,30 @@ class Collection(Metric):
         if unknown:
             raise TypeError(f"Collection.update: no member accepts keyword(s) {sorted(unknown)}")
         new: dict[str, Metric] = {}
-        for names, shared in self._shared:
-            lead = self._members[names[0]]
-            accepted = _accepted(lead)
+        done: dict[tuple[Any, ...], Metric] = {}
+        for name, m in self._members.items():
+            key = _share_key(m)
+            if key is not None and key in done:  # the same computation on the same state: reuse its result
+                new[name] = m._rebuild({n: done[key].__dict__[n] for n in m._state_names})
+                continue
+            accepted = _accepted(m)
             kw = kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}
-            up = lead.update(*args, **kw)
-            new[names[0]] = up
-            copied = {f: getattr(up, f) for f in shared}
-            for other in names[1:]:
-                new[other] = self._members[other]._rebuild(copied)
+            new[name] = m.update(*args, **kw)
+            if key is not None:
+                done[key] = new[name]
         return self._rebuild(new)
 
     def compute(self) -> dict[str, Any]:
         """Every member's value, keyed like the members, after one joint reduction."""
         return {n: m.compute() for n, m in self._members.items()}
 
+    def _warn_if_empty(self) -> None:
+        for m in self._members.values():  # each member names itself
+            m._warn_if_empty()
+
     def reset(self: C) -> C:
-        """Every member reset; the same members and sharing."""
-        return self._rebuild({n: m.reset() for n, m in self._members.items()})
+        """Every member reset; members of one type and configuration share their update again."""
+        return self._rebuild(_alias_equal({n: m.reset() for n, m in self._members.items()}))
 
     # -- mapping access ----------------------------------------------------
 
@@ -154,7 +154,8 @@ def _update_params(update: Any) -> frozenset[str] | None:
     params = inspect.signature(update).parameters.values()
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return None
-    return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return frozenset(names | {"mask"})  # every metric's update takes mask= (Metric's wrapper)
 
 
 def _accepted(m: Metric) -> frozenset[str] | None:
@@ -165,40 +166,40 @@ def _accepted(m: Metric) -> frozenset[str] | None:
 
 
 def _share_key(m: Metric) -> tuple[Any, ...] | None:
-    """Members with equal keys and equal states compute the same ``update``."""
-    if isinstance(m, Collection) or m._whole_merge:
+    """Equal keys mean the same ``update`` on the same state tensors (the very same objects), so equal results.
+
+    Containers and metrics that opt out (``_shareable = False``, e.g. ones that
+    draw random numbers in ``update``) never share.
+    """
+    if m._custom_tree or not getattr(type(m), "_shareable", True):
         return None
-    owner = next(c for c in type(m).__mro__ if "update" in c.__dict__)
-    if not dataclasses.is_dataclass(owner):
-        return None
-    fields = dataclasses.fields(owner)
-    statics = tuple((f.name, frozen(getattr(m, f.name))) for f in fields if not isinstance(spec_of(f), StateSpec))
-    states = tuple(f.name for f in fields if isinstance(spec_of(f), StateSpec))
-    return (owner, statics, states)
+    d = m.__dict__
+    return (type(m), m._config(), tuple(id(d[n]) for n in m._state_names))
 
 
-def _same_state(a: Metric, b: Metric, names: tuple[str, ...]) -> bool:
-    for n in names:
-        la, sa = flatten(getattr(a, n))
-        lb, sb = flatten(getattr(b, n))
-        if sa != sb or any(
-            x.dtype != y.dtype or x.shape != y.shape or not bool((x == y).all()) for x, y in zip(la, lb)
-        ):
-            return False
-    return True
-
-
-def _share_groups(members: dict[str, Metric]) -> tuple[_Group, ...]:
-    groups: list[tuple[list[str], Any]] = []
+def _alias_equal(members: dict[str, Metric]) -> dict[str, Metric]:
+    """Members of one type and configuration with equal states made to hold the same state tensors."""
+    out: dict[str, Metric] = {}
+    leads: list[Metric] = []
     for name, m in members.items():
-        key = _share_key(m)
-        for names, k in groups:
-            if key is not None and k == key and _same_state(members[names[0]], m, key[2]):
-                names.append(name)
-                break
+        lead = next((x for x in leads if _share_key(m) is not None and _equal(x, m)), None)
+        if lead is None:
+            leads.append(m)
+            out[name] = m
         else:
-            groups.append(([name], key))
-    return tuple((tuple(names), k[2] if k is not None else ()) for names, k in groups)
+            out[name] = m._rebuild({n: lead.__dict__[n] for n in m._state_names})
+    return out
+
+
+def _equal(a: Metric, b: Metric) -> bool:
+    """Same type, configuration and state values."""
+    if type(a) is not type(b) or a._config() != b._config():
+        return False
+    la, sa = flatten([a.__dict__[n] for n in a._state_names])
+    lb, sb = flatten([b.__dict__[n] for n in b._state_names])
+    return sa == sb and all(
+        x.dtype == y.dtype and x.shape == y.shape and bool((x == y).all()) for x, y in zip(la, lb)
+    )
 
 
 def reduce(tree: T) -> T:

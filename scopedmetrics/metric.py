@@ -8,26 +8,30 @@ then runs the subclass's own math on the reduced state.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
+import inspect
+import sys
+import threading
+import types
+import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar, TypeVar, cast, dataclass_transform
+from typing import Any, ClassVar, TypeVar, cast
 
 import optree
 import torch
 
 from scopedmetrics import tree
-from scopedmetrics.state import (
-    NAMESPACE,
-    Rows,
-    StateSpec,
-    combine,
-    compact,
-    is_empty_cat,
-    link,
-    settle,
-    spec_of,
-    static,
-)
+from scopedmetrics.state import NAMESPACE, StateSpec, append, combine, compact, is_empty_cat, spec_of, static
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # pragma: no cover - Python 3.10: a no-op with the same signature, for type checkers only
+
+    def dataclass_transform(**kwargs: Any) -> Callable[[type[Any]], type[Any]]:
+        """Python 3.10 lacks ``typing.dataclass_transform``; it only informs type checkers."""
+        return lambda cls: cls
+
 
 M = TypeVar("M", bound="Metric")
 
@@ -36,16 +40,97 @@ def _is_metric(x: Any) -> bool:
     return getattr(type(x), "_is_metric", False)
 
 
+_NESTING = threading.local()  # depth of compute calls in this thread: only the outermost warns
+
+
 def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a subclass's ``compute`` so it runs on a reduced state, reducing once."""
+    """Wrap a subclass's ``compute`` so it runs on a reduced state, reducing once.
+
+    The outermost call also warns when the reduced state is empty: no
+    participant folded a sample in, the usual sign of ``m.update(...)`` whose
+    result was dropped.
+    """
 
     @functools.wraps(compute)
     def wrapper(self: Metric, *args: Any, **kwargs: Any) -> Any:
         if not self._reduced:
             self = self.reduce()
-        return compute(self, *args, **kwargs)
+        depth = getattr(_NESTING, "depth", 0)
+        if depth == 0:
+            self._warn_if_empty()
+        _NESTING.depth = depth + 1
+        try:
+            return compute(self, *args, **kwargs)
+        finally:
+            _NESTING.depth = depth
 
     return wrapper
+
+
+def _folding(update: Callable[..., Any], own_mask: bool) -> Callable[..., Any]:
+    """Wrap a subclass's ``update``: refuse a reduced metric, drop masked rows, fold detached values.
+
+    ``own_mask`` says the subclass's ``update`` takes ``mask=`` itself.
+    """
+
+    @functools.wraps(update)
+    def wrapper(self: Metric, *args: Any, **kwargs: Any) -> Any:
+        if self._reduced:
+            raise ValueError(
+                f"{type(self).__name__}.update: this metric is reduced (it holds every participant's state), "
+                "so folding more data in would count the others again; update the unreduced metric, "
+                "or start over from .reset()"
+            )
+        if not own_mask and "mask" in kwargs:
+            mask = kwargs.pop("mask")
+            if mask is not None:
+                keep = _mask_of(self, mask)
+                if not bool(keep.any()):
+                    return self  # nothing kept: exactly as if the batch had never been passed
+                args, kwargs = _masked(self, keep, args, kwargs)
+        if torch.is_grad_enabled():  # states never hold autograd history
+            with torch.no_grad():
+                return update(self, *args, **kwargs)
+        return update(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _mask_of(m: Metric, mask: Any) -> torch.Tensor:
+    """``mask`` checked: a 1-d bool tensor over the batch's first dimension."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.ndim != 1:
+        got = f"{mask.dtype} tensor of shape {tuple(mask.shape)}" if isinstance(mask, torch.Tensor) else type(mask)
+        raise TypeError(f"{type(m).__name__}.update: mask must be a 1-d bool tensor over the batch, got {got}")
+    return mask
+
+
+def _masked(m: Metric, keep: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The batch arguments with the rows where ``keep`` is False left out."""
+    n = keep.shape[0]
+    rows: list[int] | None = None
+
+    def cut(name: str, x: Any) -> Any:
+        nonlocal rows
+        if isinstance(x, torch.Tensor):
+            if x.ndim == 0:
+                return x
+            if x.shape[0] != n:
+                raise ValueError(
+                    f"{type(m).__name__}.update: mask covers {n} rows but {name} has {x.shape[0]} along dim 0"
+                )
+            return x[keep.to(x.device)]
+        if isinstance(x, (list, tuple)):
+            if len(x) != n:
+                raise ValueError(f"{type(m).__name__}.update: mask covers {n} rows but {name} has {len(x)} items")
+            if rows is None:
+                rows = keep.nonzero().flatten().tolist()
+            return type(x)(x[i] for i in rows) if isinstance(x, tuple) else [x[i] for i in rows]
+        return x
+
+    return (
+        tuple(cut(f"argument {i}", a) for i, a in enumerate(args)),
+        {k: cut(k, v) for k, v in kwargs.items()},
+    )
 
 
 def _flatten(m: Metric) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
@@ -77,7 +162,7 @@ class Metric:
     _state_names: ClassVar[tuple[str, ...]] = ()
     _static_names: ClassVar[tuple[str, ...]] = ()
     _names: ClassVar[frozenset[str]] = frozenset()  # state and static, for replace
-    _cat_names: ClassVar[tuple[str, ...]] = ()  # cat state fields: they may hold linked rows (state.Rows)
+    _cat_names: ClassVar[tuple[str, ...]] = ()  # the cat state fields, for append
     _init_statics: ClassVar[tuple[str, ...]] = ()
     _ops: ClassVar[dict[str, str | None]] = {}
     _whole_merge: ClassVar[bool] = False
@@ -88,6 +173,9 @@ class Metric:
         super().__init_subclass__(**kwargs)
         if "compute" in cls.__dict__:
             cls.compute = _reducing(cls.__dict__["compute"])  # type: ignore[method-assign]
+        if "update" in cls.__dict__:
+            own = cls.__dict__["update"]
+            cls.update = _folding(own, "mask" in inspect.signature(own).parameters)  # type: ignore[method-assign]
         cls._whole_merge = cls.merge is not Metric.merge
         if not cls._custom_tree:
             _make_dataclass(cls)
@@ -97,7 +185,7 @@ class Metric:
     # -- the pytree view --------------------------------------------------
 
     def _tree_flatten(self) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
-        d = self._settled()
+        d = self.__dict__
         statics = tuple(d[n] for n in self._static_names)
         return tuple(d[n] for n in self._state_names), (statics, self._reduced), self._state_names
 
@@ -113,25 +201,40 @@ class Metric:
 
     def _state_items(self) -> Iterator[tuple[str, Any, str | None]]:
         """``(name, value, op)`` of every state field, in leaf order."""
-        d = self._settled()
+        d = self.__dict__
         return ((n, d[n], self._ops[n]) for n in self._state_names)
 
-    def _settled(self) -> dict[str, Any]:
-        """The metric's ``__dict__``, with rows linked to its ``cat`` states copied in (the same values)."""
-        d = self.__dict__
-        for n in self._cat_names:
-            if type(d[n]) is Rows:
-                d[n] = settle(d[n])
-        return d
+    def _config(self) -> str:
+        """The static configuration as one exact string (``canonical``): equal strings merge and reduce together.
 
-    def _config(self) -> tuple[Any, ...]:
-        """The static configuration, comparable with ``==``; equal configurations merge."""
-        return tuple(frozen(getattr(self, n)) for n in self._static_names)
+        Cached on the instance: statics are frozen, tensors among them copied at construction.
+        """
+        d = self.__dict__
+        cfg = d.get("_cfg")
+        if cfg is None:
+            cfg = d["_cfg"] = "(" + ", ".join(f"{n}={canonical(d[n])!r}" for n in self._static_names) + ")"
+        return cast(str, cfg)
 
     def _describe(self) -> str:
-        """Type and configuration, as compared across participants."""
-        args = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._static_names)
-        return f"{type(self).__module__}.{type(self).__qualname__}({args})"
+        """Type and configuration, exactly as compared across participants (the fingerprint hashes it)."""
+        return f"{type(self).__module__}.{type(self).__qualname__}{self._config()}"
+
+    def _is_empty(self) -> bool:
+        """Whether the state equals the empty state (no sample folded in anywhere)."""
+        fresh = tree.leaves(self.reset())
+        mine = tree.leaves(self)
+        return len(fresh) == len(mine) and all(
+            a.shape == b.shape and bool((a == b.to(a.device)).all()) for a, b in zip(mine, fresh)
+        )
+
+    def _warn_if_empty(self) -> None:
+        if self._is_empty():
+            warnings.warn(
+                f"{type(self).__name__}.compute: the state is empty after the reduction (no participant folded in "
+                "a sample), so this is the empty value; did an update's result go unkept? write m = m.update(...)",
+                UserWarning,
+                stacklevel=4,
+            )
 
     def _rebuild(self: M, fields: dict[str, Any], reduced: bool = False) -> M:
         """A copy with ``fields`` replaced and the reduced mark set to ``reduced``."""
@@ -139,6 +242,8 @@ class Metric:
         d = obj.__dict__
         d.update(self.__dict__)
         d.update(fields)
+        if "_cfg" in d and not fields.keys().isdisjoint(self._static_names):
+            del d["_cfg"]  # a static was replaced: its canonical form is recomputed when asked
         if reduced:
             d["_reduced"] = True
         else:
@@ -202,7 +307,7 @@ class Metric:
         new = {
             name: _merge_value(self, name, op, value, getattr(other, name)) for name, value, op in self._state_items()
         }
-        return self._rebuild(new)
+        return self._rebuild(new, reduced=self._reduced)
 
     def reduce(self: M) -> M:
         """The state reduced across the participants of the reducer in scope, marked reduced.
@@ -230,8 +335,16 @@ class Metric:
             >>> batch_mean, m.compute()
             (tensor(4.), tensor(2.))
         """
+        if self._reduced:
+            raise ValueError(f"{type(self).__name__}.forward: this metric is reduced; forward the unreduced metric")
         batch = self.reset().update(*args, **kwargs)
-        return self.merge(batch), batch._with_mark(True).compute()
+        depth = getattr(_NESTING, "depth", 0)
+        _NESTING.depth = depth + 1  # an empty batch's value is not the forgotten-update mistake: no warning
+        try:
+            value = batch._with_mark(True).compute()
+        finally:
+            _NESTING.depth = depth
+        return self.merge(batch), value
 
     def reset(self: M) -> M:
         """The empty state with the same configuration (the identity of ``merge``).
@@ -241,7 +354,10 @@ class Metric:
             >>> sm.Sum().update(torch.tensor(5.0)).reset().compute()
             tensor(0.)
         """
-        return type(self)(**{n: getattr(self, n) for n in self._init_statics})
+        fresh = type(self)(**{n: getattr(self, n) for n in self._init_statics})
+        if "_cfg" in self.__dict__:  # the same configuration: keep its canonical form
+            fresh.__dict__["_cfg"] = self.__dict__["_cfg"]
+        return fresh
 
     def to(self: M, *args: Any, **kwargs: Any) -> M:
         """Every state moved or cast as ``Tensor.to(*args, **kwargs)`` would.
@@ -272,10 +388,8 @@ class Metric:
     def append(self: M, **rows: torch.Tensor) -> M:
         """A new metric with ``rows`` appended along dim 0 to these ``cat`` states.
 
-        Small batches are copied into the state's growing buffer (``state.append``);
-        batches of ``state.BY_REFERENCE`` bytes or more are kept by reference until
-        the state is read (``state.Rows``): reading ``m.preds``, reducing, saving
-        or pickling copies them in, once.
+        The rows are copied into the state's growing buffer (``state.append``),
+        so a caller that refills the tensor it passed cannot change the state.
 
         Example:
             >>> import scopedmetrics as sm, torch
@@ -286,7 +400,7 @@ class Metric:
         for n in rows:
             if n not in self._cat_names:
                 raise TypeError(f"{type(self).__name__}.append: {n!r} is not a cat state")
-        return self._rebuild({n: link(d[n], batch) for n, batch in rows.items()})
+        return self._rebuild({n: append(d[n], batch) for n, batch in rows.items()})
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The state leaves keyed by their dotted paths (``"inner.c.sum_sq"``).
@@ -301,7 +415,8 @@ class Metric:
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickle (and torch.save) the states alone, not the spare capacity of cat buffers.
-        return {k: tree.map_tensors(compact, v) if k in self._state_names else v for k, v in self._settled().items()}
+        d = self.__dict__
+        return {k: tree.map_tensors(compact, v) if k in self._state_names else v for k, v in d.items() if k != "_cfg"}
 
     def load_state_dict(self: M, state_dict: dict[str, torch.Tensor]) -> M:
         """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole.
@@ -372,8 +487,7 @@ def _make_dataclass(cls: type[Metric]) -> None:
     cls._state_names, cls._static_names, cls._ops = tuple(states), tuple(statics), ops
     cls._names = frozenset((*states, *statics))
     cls._cat_names = tuple(n for n in states if ops[n] == "cat")
-    for n in cls._cat_names:
-        setattr(cls, n, _CatField(n))
+    cls.__init__ = _checking_config(cls.__init__)  # type: ignore[method-assign]
     cls._init_statics = tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name in statics)  # type: ignore[arg-type]
     no_op = [f.name for f in dataclasses.fields(cls) if f.name in ops and ops[f.name] is None and not _holds_metrics(f)]  # type: ignore[arg-type]
     if no_op and not cls._whole_merge:
@@ -383,25 +497,6 @@ def _make_dataclass(cls: type[Metric]) -> None:
         )
 
 
-class _CatField:
-    """A ``cat`` field: reading it copies rows linked by ``Metric.append`` into the state, once."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, owner: Any = None) -> Any:
-        if obj is None:  # no class-level default: dataclasses must not take this for one
-            raise AttributeError(self.name)
-        d = obj.__dict__
-        value = d[self.name]
-        if type(value) is Rows:
-            value = d[self.name] = settle(value)
-        return value
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        obj.__dict__[self.name] = value
-
-
 def _holds_metrics(f: dataclasses.Field[Any]) -> bool:
     """Whether a field's default holds only metrics (which bring their own ops)."""
     if f.default_factory is dataclasses.MISSING:
@@ -409,23 +504,94 @@ def _holds_metrics(f: dataclasses.Field[Any]) -> bool:
     return all(_is_metric(x) for x in tree.leaves(f.default_factory(), is_leaf=_is_metric))
 
 
-def frozen(value: Any) -> Any:
-    """A configuration value in a form ``==`` compares safely (tensors become tuples)."""
+def _checking_config(init: Callable[..., None]) -> Callable[..., None]:
+    """Wrap a dataclass ``__init__``: every static must be comparable (``canonical``); tensors are copied.
+
+    A copy, so a caller writing into the tensor it passed cannot change a
+    configuration that was already compared or cached.
+    """
+
+    @functools.wraps(init)
+    def wrapper(self: Metric, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        d = self.__dict__
+        for n in self._static_names:
+            value = d[n]
+            if isinstance(value, torch.Tensor):
+                d[n] = value.detach().clone()
+            else:
+                try:
+                    canonical(value)
+                except TypeError as err:
+                    raise TypeError(f"{type(self).__name__}: configuration {n!r} {err}") from None
+
+    return wrapper
+
+
+_PLAIN = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis))
+
+
+def canonical(value: Any) -> Any:
+    """A configuration value as plain data whose ``repr`` is exact and equal across processes.
+
+    Configuration is compared by the ``repr`` of this form, both by ``merge``
+    and by the agreement of a reduction, so the two never disagree: numbers by
+    exact value and type (``repr`` tells ``True`` from ``1`` from ``1.0`` and
+    round-trips floats), tensors element by element, functions and classes by
+    qualified name. A value that cannot be compared this way is refused
+    (``TypeError``) when the metric is built.
+
+    Example:
+        >>> canonical(0.1), canonical(torch.tensor([1, 2]))
+        (0.1, ('tensor', 'torch.int64', (2,), (1, 2)))
+        >>> canonical(object())
+        Traceback (most recent call last):
+        ...
+        TypeError: holds a object, which cannot be compared across processes; use numbers, strings, tensors, tuples, lists, dicts or functions
+    """
+    if isinstance(value, _PLAIN):  # their repr tells True from 1 from 1.0, and round-trips floats
+        return value
     if isinstance(value, torch.Tensor):
-        return ("tensor", str(value.dtype), tuple(value.shape), tuple(value.flatten().tolist()))
+        return ("tensor", str(value.dtype), tuple(value.shape), tuple(value.detach().cpu().flatten().tolist()))
     if isinstance(value, (list, tuple)):
-        return tuple(frozen(v) for v in value)
+        return tuple(canonical(v) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted((k, frozen(v)) for k, v in value.items()))
-    return value
+        return ("dict", tuple(sorted((repr(canonical(k)), canonical(v)) for k, v in value.items())))
+    if isinstance(value, (torch.dtype, torch.device)):
+        return (type(value).__name__, str(value))
+    if isinstance(value, enum.Enum):
+        return ("enum", _qualname(type(value)), value.name)
+    if isinstance(value, Metric):
+        return ("metric", value._describe())
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, functools.partial)):
+        if isinstance(value, functools.partial):
+            return ("partial", canonical(value.func), canonical(value.args), canonical(value.keywords))
+        return ("function", _qualname(value))
+    raise TypeError(
+        f"holds a {type(value).__name__}, which cannot be compared across processes; "
+        "use numbers, strings, tensors, tuples, lists, dicts or functions"
+    )
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 
 
 def _check_compatible(a: Metric, b: Any) -> None:
     name = type(a).__name__
     if type(b) is not type(a):
         raise TypeError(f"{name}.merge: cannot merge with {type(b).__name__}")
+    if a._reduced != b._reduced:
+        raise ValueError(
+            f"{name}.merge: cannot merge a reduced metric with an unreduced one "
+            "(the reduced one already holds every participant's state); merge before reducing"
+        )
     if a._config() != b._config():
-        diff = [f"{n}={x!r} vs {y!r}" for n, x, y in zip(a._static_names, a._config(), b._config()) if x != y]
+        diff = [
+            f"{n}={getattr(a, n)!r} vs {getattr(b, n)!r}"
+            for n in a._static_names
+            if repr(canonical(getattr(a, n))) != repr(canonical(getattr(b, n)))
+        ]
         raise ValueError(f"{name}.merge: configurations differ: {', '.join(diff) or a._describe()}")
 
 

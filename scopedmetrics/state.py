@@ -160,8 +160,7 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
         ([1.0, 2.0], [1.0, 2.0, 3.0])
     """
     batch = _rows_of(rows, batch)
-    k = batch.shape[0]
-    return rows if k == 0 else _extend(rows, (batch,), k)
+    return rows if batch.shape[0] == 0 else _extend(rows, batch)
 
 
 def _rows_of(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
@@ -183,142 +182,31 @@ def _rows_of(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
     return batch
 
 
-def _extend(rows: torch.Tensor, batches: tuple[torch.Tensor, ...], k: int) -> torch.Tensor:
-    """``rows`` followed by ``batches`` (``k`` rows), in ``rows``' spare capacity when this prefix still owns it."""
+def _extend(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
+    """``rows`` followed by ``batch``, in ``rows``' spare capacity when this prefix still owns it."""
+    k = batch.shape[0]
     if is_empty_cat(rows):
-        return _grow(batches[0][:0], batches, batches[0].dtype, k)
+        return _grow(batch[:0], batch, batch.dtype)
     n, base = rows.shape[0], rows._base
-    if base is not None and rows.data_ptr() == base.data_ptr() and base.device == batches[0].device:
+    if base is not None and rows.data_ptr() == base.data_ptr() and base.device == batch.device:
         with _CLAIM:
             mine = getattr(base, "_sm_used", -1) == n and base.shape[0] >= n + k
             if mine:
                 base._sm_used = n + k  # type: ignore[attr-defined]
         if mine:
-            _write(base, n, batches, k)
+            base[n : n + k] = batch
             return base[: n + k]
-    return _grow(rows, batches, rows.dtype, k)
+    return _grow(rows, batch, rows.dtype)
 
 
-def _write(base: torch.Tensor, at: int, batches: tuple[torch.Tensor, ...], k: int) -> None:
-    """Copy ``batches`` (``k`` rows) into ``base`` from row ``at``: one ``cat`` into the slice when dtypes allow."""
-    if len(batches) == 1:
-        base[at : at + k] = batches[0]
-        return
-    if all(b.dtype == base.dtype for b in batches):
-        torch.cat(batches, out=base[at : at + k])
-        return
-    for b in batches:
-        base[at : at + b.shape[0]] = b
-        at += b.shape[0]
-
-
-def _grow(rows: torch.Tensor, batches: tuple[torch.Tensor, ...], dtype: torch.dtype, k: int) -> torch.Tensor:
-    n = rows.shape[0]
-    total = n + k
-    base = torch.empty((max(int(total * _GROWTH), 16), *batches[0].shape[1:]), dtype=dtype, device=batches[0].device)
+def _grow(rows: torch.Tensor, batch: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A new buffer with 1.5x the room, holding ``rows`` then ``batch`` (copied: nothing is kept by reference)."""
+    n, total = rows.shape[0], rows.shape[0] + batch.shape[0]
+    base = torch.empty((max(int(total * _GROWTH), 16), *batch.shape[1:]), dtype=dtype, device=batch.device)
     base[:n] = rows
-    _write(base, n, batches, k)
+    base[n:total] = batch
     base._sm_used = total  # type: ignore[attr-defined]
     return base[:total]
-
-
-BY_REFERENCE = 64 << 10
-"""Bytes from which a batch appended to a ``cat`` state is kept by reference until the state is read."""
-
-
-class Rows:
-    """A ``cat`` state with large batches appended but not yet copied in: an immutable chain.
-
-    ``link`` keeps a batch of ``BY_REFERENCE`` bytes or more by reference when
-    that is safe: a tensor of its own (not a view, not an inference tensor)
-    whose version counter shows any later in-place change; other batches are
-    copied (smaller ones into a growing buffer, as ``append`` does). ``settle``
-    makes the chain one tensor, once, when the state is read; a batch kept by
-    reference and changed in place before then makes it raise instead of
-    storing the changed values. Copying a large batch costs more than the
-    update's own work (fresh pages), and the read copies it anyway.
-
-    Example:
-        >>> from scopedmetrics.state import Rows, link
-        >>> big = torch.zeros(BY_REFERENCE // 4)
-        >>> chain = link(torch.empty(0), big)
-        >>> isinstance(chain, Rows) and chain.chunks[0] is big
-        True
-    """
-
-    __slots__ = ("rows", "chunks", "versions", "settled")
-
-    def __init__(self, rows: torch.Tensor, chunks: tuple[torch.Tensor, ...], versions: tuple[int, ...]) -> None:
-        self.rows, self.chunks, self.versions = rows, chunks, versions
-        self.settled: torch.Tensor | None = None
-
-    def __repr__(self) -> str:
-        return f"Rows({tuple(self.rows.shape)} + {len(self.chunks)} chunks)"
-
-
-def link(rows: torch.Tensor | Rows, batch: torch.Tensor) -> torch.Tensor | Rows:
-    """``rows`` with ``batch`` appended along dim 0; a large batch is copied in when read (see ``Rows``).
-
-    Example:
-        >>> from scopedmetrics.state import link, settle
-        >>> a = link(torch.empty(0), torch.arange(20_000.0))
-        >>> b = link(a, torch.tensor([3.0]))
-        >>> type(a).__name__, settle(b)[-2:].tolist()
-        ('Rows', [19999.0, 3.0])
-    """
-    if isinstance(rows, Rows) and rows.settled is not None:
-        rows = rows.settled
-    large = batch.numel() * batch.element_size() >= BY_REFERENCE
-    if isinstance(rows, torch.Tensor):
-        if not large:
-            return append(rows, batch)
-        rows = Rows(rows, (), ())
-    chunks, versions = rows.chunks, rows.versions
-    batch = _rows_of(chunks[0] if chunks else rows.rows, batch)
-    if batch.shape[0] == 0:
-        return rows.rows if not chunks else rows
-    if large:
-        kept, version = _kept(batch)
-        return Rows(rows.rows, (*chunks, kept), (*versions, version))
-    if versions[-1] < 0:  # the last chunk is a copy of the chain's own: grow it
-        return Rows(rows.rows, (*chunks[:-1], append(chunks[-1], batch)), versions)
-    return Rows(rows.rows, (*chunks, append(batch[:0], batch)), (*versions, -1))
-
-
-def _kept(batch: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """``batch`` itself and its version when it may be kept by reference, else a copy (version -1)."""
-    if (
-        batch._base is None
-        and not batch.is_inference()
-        and batch.is_contiguous()
-        and batch.storage_offset() == 0
-        and batch.untyped_storage().nbytes() == batch.numel() * batch.element_size()
-    ):
-        return batch, batch._version
-    return batch.clone(memory_format=torch.contiguous_format), -1
-
-
-def settle(rows: torch.Tensor | Rows) -> torch.Tensor:
-    """The tensor of a ``cat`` state: ``rows`` itself, or a chain copied into its buffer (once).
-
-    Example:
-        >>> from scopedmetrics.state import link, settle
-        >>> chain = link(torch.empty(0), torch.ones(20_000))
-        >>> settle(chain).shape, settle(chain) is settle(chain)
-        (torch.Size([20000]), True)
-    """
-    if not isinstance(rows, Rows):
-        return rows
-    if rows.settled is None:
-        for chunk, version in zip(rows.chunks, rows.versions):
-            if version >= 0 and chunk._version != version:
-                raise RuntimeError(
-                    f"a tensor of {chunk.numel() * chunk.element_size()} bytes passed to a metric's update() "
-                    "was changed in place before the metric read it; large batches are kept by reference "
-                    "until then, so pass tensors you do not change afterwards (or a .clone())"
-                )
-        rows.settled = _extend(rows.rows, rows.chunks, sum(c.shape[0] for c in rows.chunks))
-    return rows.settled
 
 
 def compact(t: torch.Tensor) -> torch.Tensor:

@@ -101,7 +101,7 @@ def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Red
     if isinstance(reducer, Collective):
         leaves, merged = collective_reduce(reducer.comm, w.leaves, w.ops, w.paths, w.merges, w.desc, w.merge_paths)
     else:
-        leaves = [reducer(t, op) for t, op in zip(w.leaves, w.ops)]
+        leaves = [reducer(t.clone(), op) for t, op in zip(w.leaves, w.ops)]  # a copy: it may reduce in place
         merged = [_plain_merge(reducer, m) for m in w.merges]
     flat = list(w.flat)
     for at, leaf in zip(w.where, leaves):
@@ -183,8 +183,8 @@ def collective_reduce(
     if bool((headers[:, 0] != fp).any()):
         _raise_disagreement(comm, desc)
     out = list(leaves)
-    for (op, _), idx in large:
-        flat = _flat(leaves, idx, comm.device)
+    for (op, dtype), idx in large:  # bool as uint8: its op is already max or min, which cannot wrap
+        flat = _flat(leaves, idx, comm.device, torch.uint8 if dtype == torch.bool else None)
         _scatter(comm.all_reduce(flat, op) if flat.numel() else flat, leaves, idx, out)
     if payload is None:
         return out, []
@@ -218,12 +218,20 @@ def collective_reduce(
 _Bucket = tuple[tuple[str, torch.dtype], list[int]]
 
 
+_BOOL_OP = {"sum": "max", "prod": "min", "max": "max", "min": "min"}
+"""What each op does to bool tensors (as ``merge`` computes it: ``+`` is or, ``*`` is and)."""
+
+
 def _buckets(leaves: list[torch.Tensor], ops: list[str], size: int) -> tuple[list[_Bucket], list[_Bucket]]:
-    """Non-cat leaves grouped by (op, dtype), split into gathered (small) and all-reduced (large)."""
+    """Non-cat leaves grouped by (op, dtype), split into gathered (small) and all-reduced (large).
+
+    Bool leaves are grouped by what their op means for bools, so a bool sum
+    never travels as a uint8 sum (which would wrap at 256 participants).
+    """
     buckets: dict[tuple[str, torch.dtype], list[int]] = {}
     for i, (t, op) in enumerate(zip(leaves, ops)):
         if op != "cat":
-            buckets.setdefault((op, t.dtype), []).append(i)
+            buckets.setdefault((_BOOL_OP[op] if t.dtype == torch.bool else op, t.dtype), []).append(i)
     small: list[_Bucket] = []
     large: list[_Bucket] = []
     for key, idx in buckets.items():
@@ -232,9 +240,9 @@ def _buckets(leaves: list[torch.Tensor], ops: list[str], size: int) -> tuple[lis
     return small, large
 
 
-def _flat(leaves: list[torch.Tensor], idx: list[int], device: torch.device) -> torch.Tensor:
-    """The leaves ``idx`` as one flat buffer on ``device`` (bool travels as uint8)."""
-    wire = torch.uint8 if leaves[idx[0]].dtype == torch.bool else leaves[idx[0]].dtype
+def _flat(leaves: list[torch.Tensor], idx: list[int], device: torch.device, wire: torch.dtype | None = None) -> torch.Tensor:
+    """The leaves ``idx`` as one flat buffer on ``device``, of dtype ``wire`` (their own by default)."""
+    wire = wire or leaves[idx[0]].dtype
     parts = [leaves[i].reshape(-1).to(device, wire) for i in idx]
     return torch.cat(parts) if len(parts) > 1 else parts[0].clone()
 
@@ -277,7 +285,10 @@ def _unpack(buf: torch.Tensor) -> list[torch.Tensor]:
         shape = meta[k + 2 : k + 2 + ndim]
         k += 2 + ndim
         nbytes = torch.Size(shape).numel() * dtype.itemsize
-        out.append(buf[pos : pos + nbytes].view(dtype).reshape(shape))
+        piece = buf[pos : pos + nbytes]
+        if piece.storage_offset() % dtype.itemsize:  # complex128 needs 16-byte alignment; rows are 8-aligned
+            piece = piece.clone()
+        out.append(piece.view(dtype).reshape(shape))
         pos += nbytes + (-nbytes) % 8
     return out
 
@@ -338,7 +349,7 @@ def _plain_merge(reducer: Reducer, m: Metric) -> Metric:
     leaves, spec = tree.flatten(m)
     head = torch.tensor([[1, *itertools.chain.from_iterable(t.shape for t in leaves)]])
     shapes = reducer(head, "cat").tolist()
-    data = [reducer(t.reshape(-1), "cat") for t in leaves]
+    data = [reducer(t.reshape(-1).clone(), "cat") for t in leaves]  # copies: a plain reducer may work in place
     offsets = [0] * len(leaves)
     states = []
     for row in shapes:

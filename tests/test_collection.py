@@ -11,27 +11,40 @@ import torch
 import scopedmetrics as sm
 
 
+CALLS: list[str] = []  # the update bodies that really ran
+
+
 class Counted(sm.Metric):
     """Counts how often its update body really runs."""
 
     total: torch.Tensor = sm.state("sum", default=0.0)
     scale: float = sm.static(default=1.0)
-    calls: Any = sm.static(default=None)
 
     def update(self, x: torch.Tensor) -> Counted:
-        if self.calls is not None:
-            self.calls.append(1)
-        return self.replace(total=self.total + self.scale * x.sum())
+        CALLS.append(type(self).__name__)
+        return self.replace(total=self.total + self.factor() * x.sum())
+
+    def factor(self) -> float:
+        return self.scale
 
     def compute(self) -> torch.Tensor:
         return self.total
 
 
 class Doubled(Counted):
-    """Same update, different compute: shares the state with Counted."""
+    """Overrides a hook that update uses: its state must never come from Counted's update."""
 
-    def compute(self) -> torch.Tensor:
-        return 2 * self.total
+    def factor(self) -> float:
+        return 2 * self.scale
+
+
+class Offset(Counted):
+    """Adds a static that update reads."""
+
+    offset: float = sm.static(default=100.0)
+
+    def factor(self) -> float:
+        return self.scale + self.offset
 
 
 class Weighted(sm.Metric):
@@ -88,20 +101,46 @@ def test_members_are_matched_by_name_not_order() -> None:
 
 
 def test_equal_members_share_one_update() -> None:
-    calls: list[int] = []
-    c = sm.Collection(a=Counted(calls=calls), b=Doubled(calls=calls), other=Counted(scale=2.0, calls=calls))
+    CALLS.clear()
+    c = sm.Collection(a=Counted(), b=Counted(), other=Counted(scale=2.0))
     c = c.update(torch.tensor([1.0, 2.0]))
-    assert len(calls) == 2  # a and b share one; other has a different configuration
+    assert CALLS == ["Counted", "Counted"]  # a and b share one; other has a different configuration
     assert c.a.total is c.b.total
-    assert c.compute() == {"a": torch.tensor(3.0), "b": torch.tensor(6.0), "other": torch.tensor(6.0)}
+    assert c.compute() == {"a": torch.tensor(3.0), "b": torch.tensor(3.0), "other": torch.tensor(6.0)}
+
+
+def test_subclasses_never_share_with_their_base() -> None:
+    """0.1 shared by the class that defines update: b was 3 where 6 is right, c took a's state."""
+    CALLS.clear()
+    c = sm.Collection(a=Counted(), b=Doubled(), c=Offset()).update(torch.tensor([1.0, 2.0]))
+    assert sorted(CALLS) == ["Counted", "Doubled", "Offset"]
+    assert c.compute() == {"a": torch.tensor(3.0), "b": torch.tensor(6.0), "c": torch.tensor(303.0)}
+
+
+@pytest.mark.parametrize("how", ["load_state_dict", "replace"])
+def test_members_given_unequal_states_stop_sharing(how: str) -> None:
+    """0.1 kept sharing members built equal, then restored unequal: b was 102 where 2 is right."""
+    c = sm.Collection(a=Counted(), b=Counted())
+    if how == "load_state_dict":
+        c = c.load_state_dict({"a.total": torch.tensor(100.0), "b.total": torch.tensor(0.0)})
+    else:
+        c = c.replace(a=c.a.replace(total=torch.tensor(100.0)))
+    c = c.update(torch.tensor([2.0]))
+    assert c.compute() == {"a": torch.tensor(102.0), "b": torch.tensor(2.0)}
 
 
 def test_members_with_different_states_do_not_share() -> None:
-    calls: list[int] = []
-    started = Counted(calls=calls).update(torch.ones(1))
-    calls.clear()
-    c = sm.Collection(a=Counted(calls=calls), b=started).update(torch.ones(1))
-    assert len(calls) == 2 and c.compute() == {"a": torch.tensor(1.0), "b": torch.tensor(2.0)}
+    started = Counted().update(torch.ones(1))
+    CALLS.clear()
+    c = sm.Collection(a=Counted(), b=started).update(torch.ones(1))
+    assert len(CALLS) == 2 and c.compute() == {"a": torch.tensor(1.0), "b": torch.tensor(2.0)}
+
+
+def test_reset_shares_again() -> None:
+    c = sm.Collection(a=Counted(), b=Counted()).load_state_dict({"a.total": torch.tensor(1.0), "b.total": torch.tensor(5.0)})
+    CALLS.clear()
+    c.reset().update(torch.ones(1))
+    assert CALLS == ["Counted"]
 
 
 def test_shared_states_reduce_together_and_ranks_with_no_data_agree() -> None:
@@ -110,7 +149,7 @@ def test_shared_states_reduce_together_and_ranks_with_no_data_agree() -> None:
     from scopedmetrics.reducers import Collective
 
     def body(rank: int) -> tuple[dict[str, Any], list[int]]:
-        c = sm.Collection(a=Counted(), b=Doubled(), m=sm.Max())
+        c = sm.Collection(a=Counted(), b=Counted(), d=Doubled(), m=sm.Max())
         if rank != 1:  # rank 1 never updates: its shared tensors must still line up
             c = c.update(torch.tensor([float(rank + 1)]))
         counting = CountingComm(sm.get_reducer().comm)
@@ -118,7 +157,7 @@ def test_shared_states_reduce_together_and_ranks_with_no_data_agree() -> None:
             return c.compute(), counting.calls
 
     for out, calls in sm.simulate(body, 3):
-        assert out == {"a": torch.tensor(4.0), "b": torch.tensor(8.0), "m": torch.tensor(3.0)}
+        assert out == {"a": torch.tensor(4.0), "b": torch.tensor(4.0), "d": torch.tensor(8.0), "m": torch.tensor(3.0)}
         assert calls == ["all_gather"]
 
 

@@ -107,7 +107,7 @@ def test_compute_reduces_exactly_once_even_with_nested_and_super_calls() -> None
     assert sorted(calls) == sorted(["max", "max", "sum", "sum", "cat"])
 
 
-def test_reduce_marks_and_update_clears_the_mark() -> None:
+def test_reduce_marks_and_a_reduced_metric_is_final() -> None:
     calls = []
     m = MeanSquaredError().update(torch.ones(1), torch.zeros(1))
     with sm.use_reducer(lambda t, op: calls.append(op) or t):
@@ -115,9 +115,85 @@ def test_reduce_marks_and_update_clears_the_mark() -> None:
         assert r._reduced and r.reduce() is r
         r.compute()
         assert len(calls) == 2
-        assert not r.update(torch.ones(1), torch.ones(1))._reduced
-        assert not r.merge(m)._reduced and not r.reset()._reduced
+        with pytest.raises(ValueError, match="MeanSquaredError.update: this metric is reduced"):
+            r.update(torch.ones(1), torch.ones(1))
+        with pytest.raises(ValueError, match="MeanSquaredError.forward: this metric is reduced"):
+            r.forward(torch.ones(1), torch.ones(1))
+        with pytest.raises(ValueError, match="cannot merge a reduced metric with an unreduced one"):
+            r.merge(m)
+        with pytest.raises(ValueError, match="cannot merge a reduced metric with an unreduced one"):
+            m.merge(r)
+        assert r.merge(r)._reduced and not r.reset()._reduced
     assert optree.tree_structure(r, namespace=sm.NAMESPACE) != optree.tree_structure(m, namespace=sm.NAMESPACE)
+
+
+def test_updating_a_reduced_metric_never_counts_the_others_twice() -> None:
+    """0.1 gave 4.0 here (the global state reduced a second time); the right answer is 2.0 or an error."""
+
+    def body(rank: int) -> str:
+        r = sm.Sum().update(torch.tensor(1.0)).reduce()
+        try:
+            r.update(torch.tensor(0.0)).compute()
+        except ValueError as err:
+            return str(err)
+        return "no error"
+
+    assert all("Sum.update: this metric is reduced" in msg for msg in sm.simulate(body, 2))
+
+
+def test_states_never_hold_autograd_history() -> None:
+    w = torch.ones(4, requires_grad=True)
+    preds = w * 2  # a graph, as a model's output outside torch.no_grad()
+    m = MeanSquaredError().update(preds, torch.zeros(4))
+    assert all(not t.requires_grad and t.grad_fn is None for t in optree.tree_leaves(m, namespace=sm.NAMESPACE))
+    c = sm.classification.BinaryAUROC().update(torch.sigmoid(w * 3), torch.tensor([0, 1, 0, 1]))
+    assert not c.preds.requires_grad and c.preds.grad_fn is None
+    c2, value = sm.Mean().forward(preds)
+    assert not c2.mean_value.requires_grad and not value.requires_grad
+    assert torch.is_grad_enabled()  # the caller's mode is restored
+
+
+def test_compute_of_an_empty_state_warns_naming_the_metric() -> None:
+    m = MeanSquaredError()
+    m.update(torch.ones(2), torch.zeros(2))  # the result dropped: the commonest migration mistake
+    with pytest.warns(UserWarning, match="MeanSquaredError.compute: the state is empty"):
+        m.compute()
+    for metric in (sm.MulticlassAccuracy(num_classes=3), sm.Max()):
+        with pytest.warns(UserWarning, match=f"{type(metric).__name__}.compute: the state is empty"):
+            metric.compute()
+    with pytest.warns(UserWarning, match="Sum.compute: the state is empty") as seen:
+        sm.Collection(total=sm.Sum(), top=sm.Max().update(torch.ones(1))).compute()
+    assert len(seen) == 1  # the empty member only
+
+
+def test_an_empty_rank_among_full_ones_does_not_warn() -> None:
+    import warnings
+
+    def body(rank: int) -> float:
+        m = sm.Mean()
+        if rank == 1:
+            m = m.update(torch.tensor([2.0, 4.0]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return float(m.compute())
+
+    assert sm.simulate(body, 3) == [3.0, 3.0, 3.0]
+
+
+def test_mask_leaves_rows_out_exactly() -> None:
+    preds, target = torch.tensor([1.0, 5.0, 2.0, 9.0]), torch.tensor([1.0, 0.0, 0.0, 0.0])
+    keep = torch.tensor([True, False, True, False])
+    m = MeanSquaredError().update(preds, target, mask=keep)
+    assert m.compute().item() == MeanSquaredError().update(preds[keep], target[keep]).compute().item() == 2.0
+    none = torch.zeros(4, dtype=torch.bool)
+    assert MeanSquaredError().update(preds, target, mask=none).count.item() == 0
+    with pytest.raises(TypeError, match="mask must be a 1-d bool tensor"):
+        MeanSquaredError().update(preds, target, mask=torch.ones(4))
+    with pytest.raises(ValueError, match="mask covers 3 rows but argument 0 has 4"):
+        MeanSquaredError().update(preds, target, mask=keep[:3])
+    c = sm.Collection(mse=MeanSquaredError(), acc=sm.BinaryAccuracy())
+    out = c.update(torch.tensor([0.9, 0.2, 0.1]), torch.tensor([1, 0, 1]), mask=torch.tensor([True, True, False]))
+    assert out.compute()["acc"].item() == 1.0
 
 
 def test_compute_never_changes_the_metric() -> None:
