@@ -14,7 +14,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -50,11 +50,8 @@ class Comm(ABC):
         """Note that this rank begins its next reduction, so a failure can name who never came."""
 
     def gather_objects(self, obj: Any) -> list[Any]:
-        """Every participant's picklable ``obj``, in rank order (two gathers)."""
-        try:
-            data = pickle.dumps(obj)
-        except Exception as err:
-            raise TypeError(f"subgroup keys must pickle; {obj!r} does not: {err}") from err
+        """Every participant's picklable ``obj``, in rank order (two gathers), to explain a failure."""
+        data = pickle.dumps(obj)
         raw = torch.frombuffer(bytearray(data), dtype=torch.uint8)
         sizes = self.all_gather(torch.tensor([raw.numel()], device=self.device))
         longest = int(max(int(s.item()) for s in sizes))
@@ -62,11 +59,6 @@ class Comm(ABC):
         padded[: raw.numel()] = raw.to(self.device)
         parts = self.all_gather(padded)
         return [pickle.loads(bytes(p[: int(s.item())].cpu().tolist())) for p, s in zip(parts, sizes)]  # no numpy needed
-
-    def members(self, key: Any) -> list[int]:
-        """Ranks of this group whose key equals ours (a collective call)."""
-        keys = self.gather_objects(key)
-        return [r for r, k in enumerate(keys) if k == key]
 
 
 _REDUCE_OPS = {
@@ -198,8 +190,11 @@ class TorchComm(Comm):
                 if not behind or time.monotonic() - stable_since >= 0.5 or time.monotonic() >= deadline:
                     break
                 time.sleep(0.05)
-        except Exception:  # noqa: BLE001 - the store may be gone with the rank that hosted it
-            return ""
+        except Exception:  # noqa: BLE001 - the store is gone with the rank that hosted it
+            return (
+                "; the store cannot be reached, so the rank hosting it (global rank 0, the MASTER_ADDR process) "
+                "has most likely left"
+            )
         if not behind:
             return "; every rank began this reduction, so one left during it"
         return f"; rank(s) {behind} of the group are not in this reduction (never began it, or left before waiting)"
@@ -233,19 +228,30 @@ class TorchComm(Comm):
         self._wait(work, f"all_reduce({op})")
         return tensor
 
+    def backend_timeout(self) -> timedelta:
+        """The process group's own timeout (``init_process_group(timeout=...)``; 30 minutes by default)."""
+        backend = self.group._get_backend(self.device)
+        return cast(timedelta, backend.options._timeout)
+
     def subcomm(self, members: list[int]) -> SplitComm:
+        """The split's backend is cached by its ranks and made with the process group's timeout.
+
+        Each reducer then bounds its own waits (``timeout``), so a cached split
+        serves reducers of any timeout, and one without a timeout waits as
+        long as the process group would.
+        """
         ranks = self.global_ranks(members)
         store = dist.distributed_c10d._get_default_store()
         key = (id(store), ranks)
         if key not in _GROUPS:
-            _GROUPS[key] = _new_backend(self.backend, store, ranks, self.timeout)
+            _GROUPS[key] = _new_backend(self.backend, store, ranks, self.backend_timeout())
         return SplitComm(_GROUPS[key], ranks, self.backend, self.timeout)
 
     def __repr__(self) -> str:
         return "distributed()" if self._group is None else f"distributed(group={self._group!r})"
 
 
-def _new_backend(backend: str, store: Any, ranks: tuple[int, ...], timeout: float | None) -> Any:
+def _new_backend(backend: str, store: Any, ranks: tuple[int, ...], wait: timedelta) -> Any:
     """A process-group backend over ``ranks``, created by those ranks alone.
 
     ``dist.new_group(..., use_local_synchronization=True)`` names groups by how
@@ -255,7 +261,6 @@ def _new_backend(backend: str, store: Any, ranks: tuple[int, ...], timeout: floa
     name = f"scopedmetrics/{'_'.join(map(str, ranks))}/"
     prefix = dist.PrefixStore(name, store)  # type: ignore[attr-defined]  # public, missing from the stub
     rank = ranks.index(dist.get_rank())
-    wait = timedelta(seconds=timeout) if timeout is not None else timedelta(minutes=30)
     if backend == "gloo":
         return dist.ProcessGroupGloo(prefix, rank, len(ranks), wait)
     if backend == "nccl":

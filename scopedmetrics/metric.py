@@ -11,7 +11,6 @@ import dataclasses
 import enum
 import functools
 import inspect
-import sys
 import threading
 import types
 import warnings
@@ -20,18 +19,10 @@ from typing import Any, ClassVar, TypeVar, cast
 
 import optree
 import torch
+from typing_extensions import dataclass_transform  # typing's own is 3.11+; torch depends on typing_extensions
 
 from scopedmetrics import tree
 from scopedmetrics.state import NAMESPACE, StateSpec, append, combine, compact, is_empty_cat, spec_of, static
-
-if sys.version_info >= (3, 11):
-    from typing import dataclass_transform
-else:  # pragma: no cover - Python 3.10: a no-op with the same signature, for type checkers only
-
-    def dataclass_transform(**kwargs: Any) -> Callable[[type[Any]], type[Any]]:
-        """Python 3.10 lacks ``typing.dataclass_transform``; it only informs type checkers."""
-        return lambda cls: cls
-
 
 M = TypeVar("M", bound="Metric")
 
@@ -303,7 +294,7 @@ class Metric:
             ...
             TypeError: Sum.merge: cannot merge with Max
         """
-        _check_compatible(self, other)
+        check_compatible(self, other)
         new = {
             name: _merge_value(self, name, op, value, getattr(other, name)) for name, value, op in self._state_items()
         }
@@ -547,7 +538,7 @@ def canonical(value: Any) -> Any:
         >>> canonical(object())
         Traceback (most recent call last):
         ...
-        TypeError: holds a object, which cannot be compared across processes; use numbers, strings, tensors, tuples, lists, dicts or functions
+        TypeError: holds a object, which cannot be compared across processes; use numbers, strings, ...
     """
     if isinstance(value, _PLAIN):  # their repr tells True from 1 from 1.0, and round-trips floats
         return value
@@ -577,7 +568,8 @@ def _qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 
 
-def _check_compatible(a: Metric, b: Any) -> None:
+def check_compatible(a: Metric, b: Any) -> None:
+    """Refuse to merge ``b`` into ``a``: another type, another configuration, or one reduced and one not."""
     name = type(a).__name__
     if type(b) is not type(a):
         raise TypeError(f"{name}.merge: cannot merge with {type(b).__name__}")

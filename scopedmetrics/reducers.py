@@ -67,14 +67,16 @@ class Collective:
 
     def __call__(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         """One leaf through the bucketed pass (agreement check included)."""
-        from scopedmetrics.sync import collective_reduce
+        from scopedmetrics.sync import Leaf, collective_reduce
 
-        leaves, _ = collective_reduce(self.comm, [tensor], [op], ["leaf"], [], [_describe_leaf(op, tensor)])
+        leaves, _ = collective_reduce(self.comm, [Leaf("leaf", tensor, op)], [], [_describe_leaf(op, tensor)])
         return leaves[0]
 
     def split(self, key: Any) -> Local | Collective:
         """Comm_split: a reducer over the participants whose keys equal ``key``."""
-        members = self.comm.members(key)
+        from scopedmetrics.sync import split_members
+
+        members = split_members(self.comm, key)
         if len(members) == 1:
             return local()
         return Collective(self.comm.subcomm(members))

@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import pickle
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -30,19 +31,21 @@ if TYPE_CHECKING:
     from scopedmetrics.metric import Metric
 
 
-@dataclasses.dataclass
-class _Walk:
-    """What a set of metrics contributes: leaves, their ops, merge units, a description."""
+@dataclasses.dataclass(frozen=True)
+class Leaf:
+    """A state tensor reduced with ``op``; ``path`` as ``state_dict`` spells it."""
 
-    leaves: list[torch.Tensor] = dataclasses.field(default_factory=list)
-    ops: list[str] = dataclasses.field(default_factory=list)
-    paths: list[str] = dataclasses.field(default_factory=list)
-    where: list[int] = dataclasses.field(default_factory=list)  # leaf unit -> flat index
-    merges: list[Metric] = dataclasses.field(default_factory=list)
-    merge_paths: list[str] = dataclasses.field(default_factory=list)
-    merge_at: list[int] = dataclasses.field(default_factory=list)  # merge unit -> flat index
-    flat: list[torch.Tensor] = dataclasses.field(default_factory=list)  # every leaf, in tree order
-    desc: list[str] = dataclasses.field(default_factory=list)
+    path: str
+    tensor: torch.Tensor
+    op: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Merge:
+    """A metric that merges its whole state itself (``Metric.merge``), gathered and folded in rank order."""
+
+    path: str
+    metric: Metric
 
 
 def is_metric(x: Any) -> bool:
@@ -57,61 +60,59 @@ def path_str(prefix: str, *parts: Any) -> str:
     return ".".join(names)
 
 
-def _walk(m: Metric, prefix: str, w: _Walk) -> None:
-    w.desc.append(f"{prefix or '<metric>'}: {m._describe()}")
+def walk(m: Metric, prefix: str, units: list[Leaf | Merge], desc: list[str]) -> None:
+    """Append ``m``'s units in leaf order, and describe them (type, configuration, ops, shapes) to ``desc``."""
+    desc.append(f"{prefix or '<metric>'}: {m._describe()}")
     if m._whole_merge:
-        sub = tree.leaves(m)
-        w.merges.append(m)
-        w.merge_paths.append(prefix or type(m).__name__)
-        w.merge_at.append(len(w.flat))
-        w.flat.extend(sub)
-        w.desc.append(f"{prefix}: merge " + ", ".join(f"{t.dtype} {t.ndim}-d" for t in sub))
+        units.append(Merge(prefix or type(m).__name__, m))
+        desc.append(f"{prefix}: merge " + ", ".join(f"{t.dtype} {t.ndim}-d" for t in tree.leaves(m)))
         return
     for name, value, op in m._state_items():
         paths, xs, _ = tree.flatten_with_path(value, is_leaf=is_metric)
         for path, x in zip(paths, xs):
             p = path_str(prefix, name, *([path] if path else []))
             if is_metric(x):
-                _walk(x, p, w)
+                walk(x, p, units, desc)
                 continue
             if not isinstance(x, torch.Tensor):
                 raise TypeError(f"{type(m).__name__}: state {p!r} holds {type(x).__name__}, not a tensor")
             if op is None:
                 raise TypeError(f"{type(m).__name__}: state {p!r} has no reduce op and no merge of its own")
-            w.where.append(len(w.flat))
-            w.flat.append(x)
-            w.leaves.append(x)
-            w.ops.append(op)
-            w.paths.append(p)
-            shape = "" if op == "cat" else f" {x.dtype} {tuple(x.shape)}"
-            w.desc.append(f"{p}: {op}{shape}")
+            units.append(Leaf(p, x, op))
+            desc.append(f"{p}: {op}" + ("" if op == "cat" else f" {x.dtype} {tuple(x.shape)}"))
 
 
 def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Reducer) -> list[Metric]:
-    """Reduce ``metrics`` together with ``reducer``; results are marked reduced."""
+    """Reduce ``metrics`` together with ``reducer``; results are marked reduced.
+
+    metric -> units (``walk``) -> reducer -> reduced units -> leaves in tree order -> metric.
+    """
     todo = [i for i, m in enumerate(metrics) if not m._reduced]
     if not todo or isinstance(reducer, Local):
         return [m._with_mark(True) for m in metrics]
-    w = _Walk()
-    spans = []
+    units: list[Leaf | Merge] = []
+    desc: list[str] = []
+    counts = []
     for i in todo:
-        start = len(w.flat)
-        _walk(metrics[i], names[i], w)
-        spans.append((start, len(w.flat)))
+        before = len(units)
+        walk(metrics[i], names[i], units, desc)
+        counts.append(len(units) - before)
+    leaves = [u for u in units if isinstance(u, Leaf)]
+    merges = [u for u in units if isinstance(u, Merge)]
     if isinstance(reducer, Collective):
-        leaves, merged = collective_reduce(reducer.comm, w.leaves, w.ops, w.paths, w.merges, w.desc, w.merge_paths)
+        reduced, merged = collective_reduce(reducer.comm, leaves, merges, desc)
     else:
-        leaves = [reducer(t.clone(), op) for t, op in zip(w.leaves, w.ops)]  # a copy: it may reduce in place
-        merged = [_plain_merge(reducer, m) for m in w.merges]
-    flat = list(w.flat)
-    for at, leaf in zip(w.where, leaves):
-        flat[at] = leaf
-    for at, new in zip(w.merge_at, merged):
-        sub = tree.leaves(new)
-        flat[at : at + len(sub)] = sub
+        reduced = [reducer(u.tensor.clone(), u.op) for u in leaves]  # a copy: it may reduce in place
+        merged = [_plain_merge(reducer, u.metric) for u in merges]
+    next_leaf, next_merge = iter(reduced), iter(merged)
     out = list(metrics)
-    for i, (start, stop) in zip(todo, spans):
-        out[i] = tree.unflatten(tree.structure(metrics[i]), flat[start:stop])
+    at = 0
+    for i, n in zip(todo, counts):
+        flat: list[torch.Tensor] = []
+        for u in units[at : at + n]:
+            flat += [next(next_leaf)] if isinstance(u, Leaf) else tree.leaves(next(next_merge))
+        at += n
+        out[i] = tree.unflatten(tree.structure(metrics[i]), flat)
     return [m._with_mark(True) for m in out]
 
 
@@ -140,14 +141,43 @@ def first_room(size: int) -> int:
     return max(4096, FIRST_GATHER // size) // 8 * 8
 
 
+def split_members(comm: Comm, key: Any) -> list[int]:
+    """Ranks of ``comm`` whose key equals this rank's (``subgroup``'s Comm_split), a collective call.
+
+    The keys travel through the same exchange as a reduction, so a rank that
+    splits while another reduces meets a disagreement (``SyncError`` on both),
+    never a mismatched collective. Every rank sees every key, so a key that
+    cannot serve (it does not pickle, or is unequal to itself) fails on all of them.
+    """
+    failure: Exception | None = None
+    try:
+        raw = torch.frombuffer(bytearray(pickle.dumps(key)), dtype=torch.uint8)
+    except Exception as err:  # noqa: BLE001 - every rank must still reach the exchange
+        raw = torch.zeros(0, dtype=torch.uint8)
+        failure = TypeError(f"subgroup keys must pickle; {key!r} does not: {err}")
+    length = torch.tensor([raw.numel()])
+    units = [Leaf("subgroup.length", length, "cat"), Leaf("subgroup.key", raw, "cat")]
+    (lengths, data), _ = collective_reduce(comm, units, [], ["subgroup(key)"], failure=failure)
+    keys, at = [], 0
+    for n in lengths.tolist():
+        keys.append(pickle.loads(bytes(data[at : at + n].tolist())))  # no numpy needed
+        at += n
+    for r, k in enumerate(keys):
+        if type(k).__eq__ is cast(Any, object.__eq__) or not k == k:
+            raise ValueError(
+                f"subgroup: rank {r}'s key {k!r} is not equal to itself across processes (NaN, or compared by "
+                "identity); keys are compared with ==, so use str, int, tuple or another value type"
+            )
+    mine = keys[comm.rank]
+    return [r for r, k in enumerate(keys) if k == mine]
+
+
 def collective_reduce(
     comm: Comm,
-    leaves: list[torch.Tensor],
-    ops: list[str],
-    paths: list[str],
-    merges: list[Metric],
+    units: list[Leaf],
+    merges: list[Merge],
     desc: list[str],
-    merge_paths: list[str] | None = None,
+    failure: Exception | None = None,
 ) -> tuple[list[torch.Tensor], list[Metric]]:
     """Reduce many leaves and merge states over ``comm`` in as few collectives as possible.
 
@@ -156,18 +186,19 @@ def collective_reduce(
     themselves: every ``cat`` leaf, every merge state and every small (op,
     dtype) bucket, folded here in rank order. A larger payload takes a second,
     padded ``all_gather``; a bucket too large to gather (``GATHER_LIMIT``)
-    takes one ``all_reduce``.
+    takes one ``all_reduce``. ``failure``: this rank could not prepare its
+    part; every rank still takes part in the header exchange, then raises.
     """
+    leaves, ops, paths = [u.tensor for u in units], [u.op for u in units], [u.path for u in units]
     comm.arrive()
     fp = fingerprint(desc)
     cat_at = [i for i, op in enumerate(ops) if op == "cat"]
-    merge_leaves = [tree.leaves(m) for m in merges]
+    merge_leaves = [tree.leaves(u.metric) for u in merges]
     small, large = _buckets(leaves, ops, comm.size)
     flats = [_flat(leaves, idx, comm.device) for _, idx in small]
     carried = [leaves[i] for i in cat_at] + list(itertools.chain.from_iterable(merge_leaves)) + flats
-    failure: Exception | None = None
     try:
-        payload = _pack(carried, comm.device) if carried else None
+        payload = _pack(carried, comm.device) if carried and failure is None else None
     except Exception as err:  # noqa: BLE001 - every rank must still reach the header exchange
         payload, failure = None, err
     size = 0 if payload is None else payload.numel()
@@ -201,10 +232,10 @@ def collective_reduce(
         out[i] = _join_cat(paths[i], [parts[k] for parts in per_rank], leaves[i])
     offset = len(cat_at)
     merged = []
-    for k, (m, mine) in enumerate(zip(merges, merge_leaves)):
-        spec = tree.structure(m)
+    for u, mine in zip(merges, merge_leaves):
+        spec = tree.structure(u.metric)
         states = [tree.unflatten(spec, [t.to(x.device) for t, x in zip(parts[offset:], mine)]) for parts in per_rank]
-        merged.append(_fold(states, merge_paths[k] if merge_paths else type(m).__name__))
+        merged.append(_fold(states, u.path))
         offset += len(mine)
     for j, ((op, _), idx) in enumerate(small):
         parts = [p[offset + j] for p in per_rank]
@@ -240,7 +271,9 @@ def _buckets(leaves: list[torch.Tensor], ops: list[str], size: int) -> tuple[lis
     return small, large
 
 
-def _flat(leaves: list[torch.Tensor], idx: list[int], device: torch.device, wire: torch.dtype | None = None) -> torch.Tensor:
+def _flat(
+    leaves: list[torch.Tensor], idx: list[int], device: torch.device, wire: torch.dtype | None = None
+) -> torch.Tensor:
     """The leaves ``idx`` as one flat buffer on ``device``, of dtype ``wire`` (their own by default)."""
     wire = wire or leaves[idx[0]].dtype
     parts = [leaves[i].reshape(-1).to(device, wire) for i in idx]

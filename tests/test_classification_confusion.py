@@ -386,8 +386,10 @@ def test_collection_shares_the_confusion_matrix(monkeypatch: pytest.MonkeyPatch)
     )
     preds, target = multiclass_scores(31)
     c = c.update(preds, target)
-    assert calls == ["MulticlassConfusionMatrix"]
-    assert c["cm"].confmat is c["mcc"].confmat is c["kappa"].confmat
+    # Members of different types never share an update: nothing proves that a subclass's update is its base's
+    # (the core issue's "exact or loud"); sharing across types waits for a nested state metric they both hold.
+    assert sorted(calls) == ["MulticlassCohenKappa", "MulticlassConfusionMatrix", "MulticlassMatthewsCorrCoef"]
+    assert torch.equal(c["cm"].confmat, c["mcc"].confmat) and torch.equal(c["mcc"].confmat, c["kappa"].confmat)
     p, y = preds.argmax(1).numpy(), target.numpy()
     values = c.compute()
     assert_close(values["mcc"], matthews_corrcoef(y, p))

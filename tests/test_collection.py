@@ -10,7 +10,6 @@ import torch
 
 import scopedmetrics as sm
 
-
 CALLS: list[str] = []  # the update bodies that really ran
 
 
@@ -137,7 +136,8 @@ def test_members_with_different_states_do_not_share() -> None:
 
 
 def test_reset_shares_again() -> None:
-    c = sm.Collection(a=Counted(), b=Counted()).load_state_dict({"a.total": torch.tensor(1.0), "b.total": torch.tensor(5.0)})
+    saved = {"a.total": torch.tensor(1.0), "b.total": torch.tensor(5.0)}
+    c = sm.Collection(a=Counted(), b=Counted()).load_state_dict(saved)
     CALLS.clear()
     c.reset().update(torch.ones(1))
     assert CALLS == ["Counted"]

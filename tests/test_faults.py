@@ -411,3 +411,109 @@ def test_each_reducer_waits_as_long_as_its_own_timeout(world: Any) -> None:
     assert not ok_short and isinstance(err, sm.SyncError), err
     assert gave_up < LATE - 0.3, f"the {SHORT}s reducer waited {gave_up:.2f}s"
     assert str(SHORT) in str(err)
+
+
+# -- 5. subgroups under faults ------------------------------------------------------------
+
+
+def split_timeout_case(rank: int) -> tuple[float, float]:
+    """The split's backend waits as long as the process group, whoever made it first and with what timeout."""
+    import torch.distributed as dist
+
+    from scopedmetrics.comm import _GROUPS
+
+    with sm.use_reducer(sm.distributed(timeout=1.0)):  # the first creator is impatient
+        split = sm.subgroup("all")
+    backend = next(pg for (_, ranks), pg in _GROUPS.items() if ranks == (0, 1))
+    world = dist.group.WORLD._get_backend(torch.device("cpu")).options._timeout
+    assert split.comm.timeout == 1.0
+    with sm.use_reducer(sm.distributed(timeout=15.0)):
+        patient = sm.subgroup("all")  # the same split, cached: this reducer's own timeout
+        if rank == 1:
+            time.sleep(2.5)  # later than the first creator's 1 s
+        with sm.use_reducer(patient):
+            value = float(sm.Sum().update(torch.tensor(1.0)).compute())
+    return backend.options._timeout.total_seconds() - world.total_seconds(), value
+
+
+def test_a_cached_split_serves_each_reducer_with_its_own_timeout() -> None:
+    from conftest import gloo_world
+
+    for gap, value in gloo_world(2).run(split_timeout_case):
+        assert gap == 0.0 and value == 2.0
+
+
+def split_while_reducing_case(rank: int, timeout: float) -> str:
+    with bounded(timeout):
+        try:
+            if rank == 0:
+                sm.subgroup("a")
+            else:
+                sm.Sum().update(torch.tensor(1.0)).compute()
+        except sm.SyncError as err:
+            return str(err)
+    return "no error"
+
+
+def test_a_split_on_some_ranks_while_others_reduce_is_a_sync_error(world: Any) -> None:
+    """0.1 aborted the gloo process (EnforceNotMet) here."""
+    results = outcomes(world, split_while_reducing_case, 10.0, timeout=10.0, size=2)
+    for ok, msg in results:
+        assert ok and "disagree" in msg and "subgroup(key)" in msg, msg
+
+
+def bad_key_case(rank: int, key: Any) -> str:
+    try:
+        sm.subgroup(key if rank == 1 else "fine")
+    except (ValueError, TypeError) as err:
+        return f"{type(err).__name__}: {err}"
+    return "no error"
+
+
+class ByIdentity:
+    """A key compared by identity: no two processes could ever hold equal ones."""
+
+
+@pytest.mark.parametrize("key", [float("nan"), ByIdentity()], ids=["nan", "identity"])
+def test_a_key_unequal_to_itself_fails_on_every_rank(world: Any, key: Any) -> None:
+    """0.1 raised `ValueError: 0 is not in list` on the rank with the key, and nothing on the others."""
+    for msg in world.run(bad_key_case, 2, key):
+        assert msg.startswith("ValueError: subgroup: rank 1's key") and "not equal to itself" in msg, msg
+
+
+def unpicklable_key_case(rank: int) -> str:
+    try:
+        sm.subgroup((lambda: 0) if rank == 0 else "fine")
+    except TypeError as err:
+        return f"TypeError: {err}"
+    except sm.SyncError as err:
+        return f"SyncError: {err}"
+    return "no error"
+
+
+def test_a_key_that_does_not_pickle_fails_on_every_rank_without_a_hang() -> None:
+    from conftest import gloo_world
+
+    mine, other = gloo_world(2).run(unpicklable_key_case)
+    assert mine.startswith("TypeError: subgroup keys must pickle")
+    assert other.startswith("SyncError: a participant failed") and "rank 0" in other
+
+
+def store_host_dies_case(rank: int) -> str:
+    if rank == 0:
+        os._exit(1)  # the process that hosts the TCP store
+    try:
+        with sm.use_reducer(sm.distributed(timeout=5.0)):
+            sm.Sum().update(torch.tensor(1.0)).compute()
+    except sm.SyncError as err:
+        return str(err)
+    return "no error"
+
+
+def test_when_the_store_host_dies_survivors_name_it() -> None:
+    from conftest import gloo_world
+
+    results = gloo_world(3).results(store_host_dies_case, timeout=60)
+    assert isinstance(results[0][1], Exception)  # rank 0 died
+    for ok, msg in results[1:]:
+        assert ok and "rank 0" in msg and "store" in msg, msg

@@ -141,6 +141,7 @@ def test_updating_a_reduced_metric_never_counts_the_others_twice() -> None:
     assert all("Sum.update: this metric is reduced" in msg for msg in sm.simulate(body, 2))
 
 
+@torch.enable_grad()
 def test_states_never_hold_autograd_history() -> None:
     w = torch.ones(4, requires_grad=True)
     preds = w * 2  # a graph, as a model's output outside torch.no_grad()

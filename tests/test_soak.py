@@ -8,7 +8,7 @@ into ``main`` or ``main`` into ``side`` with ``merge``, or reset ``main``. A
 collective step is ``compute`` (every rank's value must equal the metric
 computed in one process on every rank's ``main`` data, concatenated in rank
 order, and so must the ``merge`` fold of the ranks' states) or ``reduce``
-(``main`` becomes the reduced metric, which then holds everyone's data). A
+(the reduced metric's values are checked; it is final, so ``main`` goes on unreduced). A
 model of which samples each metric holds, in order, is the oracle's input.
 """
 
@@ -112,8 +112,8 @@ def shard_of(w: dict[str, Any], x: torch.Tensor, rank: int) -> torch.Tensor:
 def model(w: dict[str, Any], x: torch.Tensor) -> list[torch.Tensor]:
     """Pure bookkeeping, no metrics: at each collective step, the samples the ranks' ``main`` hold.
 
-    Concatenated in rank order, each rank's in the order its merges put them; after a ``reduce``
-    every rank's ``main`` holds all of them.
+    Concatenated in rank order, each rank's in the order its merges put them; a ``reduce`` changes
+    no rank's ``main``.
     """
     size = w["size"]
     pos = [0] * size
@@ -136,9 +136,7 @@ def model(w: dict[str, Any], x: torch.Tensor) -> list[torch.Tensor]:
                         main[r] = []
             continue
         everyone = torch.cat([torch.empty(0), *(t for r in range(size) for t in main[r])])
-        out.append(everyone)
-        if what == "reduce":
-            main = [[everyone] for _ in range(size)]
+        out.append(everyone)  # a reduce leaves every rank's own metric as it was: the reduced one is final
     return out
 
 
@@ -170,12 +168,11 @@ def run_rank(rank: int, w: dict[str, Any], x: torch.Tensor) -> list[tuple[dict[s
         elif what == "compute":
             log.append((sm.compute(main), main))
         else:
-            main = sm.reduce(main)
+            reduced = sm.reduce(main)
             with sm.use_reducer(never):  # a reduced metric computes without communicating
-                log.append(({n: m.compute() for n, m in main.items()}, None))
-            # Carry on with an ordinary metric holding everyone's data (merge clears the reduced mark,
-            # so the next compute communicates on every rank alike).
-            main = {n: m.reset().merge(m) for n, m in main.items()}
+                log.append(({n: m.compute() for n, m in reduced.items()}, None))
+            # A reduced metric is final; the program carries on with its own, unreduced one.
+            assert all(m._reduced for m in reduced.values()) and not any(m._reduced for m in main.values())
     return log
 
 

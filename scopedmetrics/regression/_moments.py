@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from scopedmetrics.metric import Metric
+from scopedmetrics.metric import Metric, check_compatible
 
 
 def init(owner: Metric, shape: tuple[int, ...]) -> None:
@@ -59,15 +59,7 @@ def of_batch(owner: Metric, v: torch.Tensor) -> tuple[dict[str, torch.Tensor], t
 def check_mergeable(a: Metric, b: Any) -> None:
     """Refuse to merge metrics of different types, configurations or state shapes."""
     name = type(a).__name__
-    if type(b) is not type(a):
-        raise TypeError(f"{name}.merge: cannot merge with {type(b).__name__}")
-    if a._config() != b._config():
-        diff = [
-            f"{n}={x!r} vs {y!r}"
-            for n, x, y in zip(a._static_names, a._config(), b._config(), strict=True)
-            if x != y
-        ]
-        raise ValueError(f"{name}.merge: configurations differ: {', '.join(diff)}")
+    check_compatible(a, b)
     for n in a._state_names:
         x, y = getattr(a, n), getattr(b, n)
         if x.shape != y.shape or x.dtype != y.dtype:
