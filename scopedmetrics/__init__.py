@@ -5,6 +5,7 @@ The data path of ``compute()``: metric -> leaves + ops (``sync``) -> reducer
 """
 
 from scopedmetrics import classification as classification
+from scopedmetrics import data as data
 from scopedmetrics import regression as regression
 from scopedmetrics.aggregation import Cat as Cat
 from scopedmetrics.aggregation import Max as Max
