@@ -1,0 +1,178 @@
+"""Input and configuration checks shared by every metric family: one error style, one exception per mistake.
+
+A wrong *type* (a list where a tensor is needed, a string for ``num_classes``)
+is a ``TypeError``; a wrong *value* (a shape, a range, a NaN, an unknown
+choice) is a ``ValueError``. Every message names the metric class and the
+argument: ``"BinaryAccuracy.update: argument `target` ..."`` for a batch,
+``"MeanIoU: argument `num_classes` ..."`` for configuration. Checks run before
+``update`` changes anything, so a refused batch leaves the metric as it was.
+
+Under ``torch.compile`` tracing, data checks become ``torch._assert_async``
+(a ``RuntimeError`` with the same message) so that ``update`` still compiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
+
+def where(owner: Any, method: str = "update") -> str:
+    """``"Metric.update"``: how messages about a batch begin."""
+    return f"{type(owner).__name__}.{method}"
+
+
+# -- configuration ----------------------------------------------------------------------
+
+
+def check_int(owner: Any, arg: str, minimum: int | None = None, *, optional: bool = False) -> None:
+    """``owner.arg`` is an int (not a bool), at least ``minimum``; ``None`` allowed when ``optional``.
+
+    Example:
+        >>> import scopedmetrics as sm
+        >>> check_int(sm.Sum(nan_strategy="warn"), "nan_strategy", 1)
+        Traceback (most recent call last):
+        ...
+        TypeError: Sum: argument `nan_strategy` must be an int, got 'warn'
+    """
+    value = getattr(owner, arg)
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{type(owner).__name__}: argument `{arg}` must be an int, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{type(owner).__name__}: argument `{arg}` must be at least {minimum}, got {value!r}")
+
+
+def check_bool(owner: Any, arg: str) -> None:
+    """``owner.arg`` is a bool."""
+    value = getattr(owner, arg)
+    if not isinstance(value, bool):
+        raise TypeError(f"{type(owner).__name__}: argument `{arg}` must be a bool, got {value!r}")
+
+
+def check_choice(owner: Any, arg: str, allowed: Sequence[Any]) -> None:
+    """``owner.arg`` is one of ``allowed``."""
+    value = getattr(owner, arg)
+    if value not in allowed:
+        raise ValueError(f"{type(owner).__name__}: argument `{arg}` must be one of {tuple(allowed)}, got {value!r}")
+
+
+def check_number(owner: Any, arg: str, low: float | None = None, high: float | None = None) -> None:
+    """``owner.arg`` is a real number (not a bool) within ``[low, high]``."""
+    value = getattr(owner, arg)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"{type(owner).__name__}: argument `{arg}` must be a number, got {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{type(owner).__name__}: argument `{arg}` must lie in [{low}, {high}], got {value!r}")
+
+
+# -- batches --------------------------------------------------------------------------
+
+
+def tensor(owner: Any, arg: str, x: Any, *, real: bool = True) -> torch.Tensor:
+    """``x`` itself, refused unless it is a (real, when ``real``) tensor.
+
+    Example:
+        >>> import scopedmetrics as sm
+        >>> tensor(sm.Sum(), "preds", [1.0])
+        Traceback (most recent call last):
+        ...
+        TypeError: Sum.update: argument `preds` must be a tensor, got list
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{where(owner)}: argument `{arg}` must be a tensor, got {type(x).__name__}")
+    if real and x.is_complex():
+        raise TypeError(f"{where(owner)}: argument `{arg}` must be real, got {x.dtype}")
+    return x
+
+
+def floating(owner: Any, arg: str, x: torch.Tensor) -> None:
+    """``x`` holds floating-point values (scores, images, signals)."""
+    if not x.is_floating_point():
+        raise TypeError(f"{where(owner)}: argument `{arg}` must be a floating-point tensor, got {x.dtype}")
+
+
+def same_shape(owner: Any, a_name: str, a: torch.Tensor, b_name: str, b: torch.Tensor) -> None:
+    """``a`` and ``b`` have one shape (no broadcasting between predictions and targets)."""
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{where(owner)}: arguments `{a_name}` and `{b_name}` must have the same shape, "
+            f"got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+
+
+def ndim(owner: Any, arg: str, x: torch.Tensor, allowed: Sequence[int], shape: str) -> None:
+    """``x`` has one of the ``allowed`` numbers of dimensions; ``shape`` spells what is expected."""
+    if x.ndim not in allowed:
+        raise ValueError(f"{where(owner)}: argument `{arg}` must have shape {shape}, got {tuple(x.shape)}")
+
+
+def _fail(message: str, ok: torch.Tensor | bool) -> None:
+    if isinstance(ok, torch.Tensor) and _compiling():
+        torch._assert_async(ok, message)
+    elif not bool(ok):
+        raise ValueError(message)
+
+
+def finite(owner: Any, arg: str, x: torch.Tensor) -> None:
+    """``x`` holds no NaN or infinity."""
+    if x.is_floating_point() or x.is_complex():
+        _fail(f"{where(owner)}: argument `{arg}` must be finite, got NaN or infinity", torch.isfinite(x).all())
+
+
+def labels(owner: Any, arg: str, x: torch.Tensor, high: int | None = None, ignore: int | None = None) -> None:
+    """``x`` holds integer labels in ``[0, high)`` (whole-number floats accepted), ``ignore`` excepted."""
+    if x.dtype == torch.bool or x.is_complex():
+        raise TypeError(f"{where(owner)}: argument `{arg}` must hold integer labels, got {x.dtype}")
+    if x.is_floating_point():
+        _fail(
+            f"{where(owner)}: argument `{arg}` must hold integer labels (whole numbers if float), "
+            f"got {x.dtype} with fractions or NaN",
+            (x == x.round()).all(),
+        )
+    if x.numel() == 0:
+        return
+    kept = x if ignore is None else x[x != ignore]
+    if kept.numel() == 0:
+        return
+    low, top = kept.min(), kept.max()
+    ok = low >= 0 if high is None else (low >= 0) & (top < high)
+    expected = f"[0, {high})" if high is not None else "[0, ...)"
+    also = "" if ignore is None else f" or the ignore_index {ignore}"
+    if _compiling():
+        torch._assert_async(ok, f"{where(owner)}: argument `{arg}` must hold labels in {expected}{also}")
+    elif not bool(ok):
+        raise ValueError(
+            f"{where(owner)}: argument `{arg}` must hold labels in {expected}{also}, "
+            f"got values in [{low.item()}, {top.item()}]"
+        )
+
+
+def strings(owner: Any, arg: str, x: Any) -> list[str]:
+    """``x`` as a list of strings: one ``str`` or a sequence of them (text metrics' inputs).
+
+    Example:
+        >>> import scopedmetrics as sm
+        >>> strings(sm.Sum(), "preds", "hello there")
+        ['hello there']
+    """
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, Sequence) and all(isinstance(s, str) for s in x):
+        return list(x)
+    got = type(x).__name__
+    raise TypeError(f"{where(owner)}: argument `{arg}` must be a string or a sequence of strings, got {got}")
+
+
+def same_length(owner: Any, a_name: str, a: Sequence[Any], b_name: str, b: Sequence[Any]) -> None:
+    """``a`` and ``b`` hold as many items (one per sample)."""
+    if len(a) != len(b):
+        raise ValueError(
+            f"{where(owner)}: arguments `{a_name}` and `{b_name}` must hold as many items, "
+            f"got {len(a)} and {len(b)}"
+        )
