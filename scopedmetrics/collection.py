@@ -98,7 +98,7 @@ class Collection(Metric):
         for name, m in self._members.items():
             key = _share_key(m)
             if key is not None and key in done:  # the same computation on the same state: reuse its result
-                new[name] = m._rebuild({n: done[key].__dict__[n] for n in m._state_names})
+                new[name] = m._rebuild({n: done[key].__dict__[n] for n in m._layout.states})
                 continue
             accepted = _accepted(m)
             kw = kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}
@@ -174,7 +174,7 @@ def _share_key(m: Metric) -> tuple[Any, ...] | None:
     if m._custom_tree or not getattr(type(m), "_shareable", True):
         return None
     d = m.__dict__
-    return (type(m), m._config(), tuple(id(d[n]) for n in m._state_names))
+    return (type(m), m._config(), tuple(id(d[n]) for n in m._layout.states))
 
 
 def _alias_equal(members: dict[str, Metric]) -> dict[str, Metric]:
@@ -187,7 +187,7 @@ def _alias_equal(members: dict[str, Metric]) -> dict[str, Metric]:
             leads.append(m)
             out[name] = m
         else:
-            out[name] = m._rebuild({n: lead.__dict__[n] for n in m._state_names})
+            out[name] = m._rebuild({n: lead.__dict__[n] for n in m._layout.states})
     return out
 
 
@@ -195,8 +195,8 @@ def _equal(a: Metric, b: Metric) -> bool:
     """Same type, configuration and state values."""
     if type(a) is not type(b) or a._config() != b._config():
         return False
-    la, sa = flatten([a.__dict__[n] for n in a._state_names])
-    lb, sb = flatten([b.__dict__[n] for n in b._state_names])
+    la, sa = flatten([a.__dict__[n] for n in a._layout.states])
+    lb, sb = flatten([b.__dict__[n] for n in b._layout.states])
     return sa == sb and all(
         x.dtype == y.dtype and x.shape == y.shape and bool((x == y).all()) for x, y in zip(la, lb)
     )

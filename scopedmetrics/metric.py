@@ -150,13 +150,7 @@ class Metric:
 
     _is_metric: ClassVar[bool] = True
     _custom_tree: ClassVar[bool] = False
-    _state_names: ClassVar[tuple[str, ...]] = ()
-    _static_names: ClassVar[tuple[str, ...]] = ()
-    _names: ClassVar[frozenset[str]] = frozenset()  # state and static, for replace
-    _cat_names: ClassVar[tuple[str, ...]] = ()  # the cat state fields, for append
-    _init_statics: ClassVar[tuple[str, ...]] = ()
-    _ops: ClassVar[dict[str, str | None]] = {}
-    _whole_merge: ClassVar[bool] = False
+    _layout: ClassVar[Layout]  # what the class declares, read once (``Layout``)
     _rows_of_any_kind: ClassVar[bool] = False  # True for generic containers (Cat): empty cat leaves load any rows
     _reduced = False  # plain class attribute, not a field: reduced instances set it in __dict__
 
@@ -167,9 +161,10 @@ class Metric:
         if "update" in cls.__dict__:
             own = cls.__dict__["update"]
             cls.update = _folding(own, "mask" in inspect.signature(own).parameters)  # type: ignore[method-assign]
-        cls._whole_merge = cls.merge is not Metric.merge
         if not cls._custom_tree:
             _make_dataclass(cls)
+        else:
+            cls._layout = Layout((), (), {}, (), cls.merge is not Metric.merge)
         register: Any = optree.register_pytree_node  # its stub types nodes as optree's own Collection
         register(cls, _flatten, cls._tree_unflatten, path_entry_type=optree.GetAttrEntry, namespace=NAMESPACE)
 
@@ -177,15 +172,15 @@ class Metric:
 
     def _tree_flatten(self) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
         d = self.__dict__
-        statics = tuple(d[n] for n in self._static_names)
-        return tuple(d[n] for n in self._state_names), (statics, self._reduced), self._state_names
+        statics = tuple(d[n] for n in self._layout.statics)
+        return tuple(d[n] for n in self._layout.states), (statics, self._reduced), self._layout.states
 
     @classmethod
     def _tree_unflatten(cls: type[M], meta: Any, children: Any) -> M:
         obj = object.__new__(cls)
         d = obj.__dict__
-        d.update(zip(cls._static_names, meta[0]))
-        d.update(zip(cls._state_names, children))
+        d.update(zip(cls._layout.statics, meta[0]))
+        d.update(zip(cls._layout.states, children))
         if meta[1]:
             d["_reduced"] = True
         return obj
@@ -193,7 +188,7 @@ class Metric:
     def _state_items(self) -> Iterator[tuple[str, Any, str | None]]:
         """``(name, value, op)`` of every state field, in leaf order."""
         d = self.__dict__
-        return ((n, d[n], self._ops[n]) for n in self._state_names)
+        return ((n, d[n], self._layout.ops[n]) for n in self._layout.states)
 
     def _config(self) -> str:
         """The static configuration as one exact string (``canonical``): equal strings merge and reduce together.
@@ -203,7 +198,7 @@ class Metric:
         d = self.__dict__
         cfg = d.get("_cfg")
         if cfg is None:
-            cfg = d["_cfg"] = "(" + ", ".join(f"{n}={canonical(d[n])!r}" for n in self._static_names) + ")"
+            cfg = d["_cfg"] = "(" + ", ".join(f"{n}={canonical(d[n])!r}" for n in self._layout.statics) + ")"
         return cast(str, cfg)
 
     def _describe(self) -> str:
@@ -233,7 +228,7 @@ class Metric:
         d = obj.__dict__
         d.update(self.__dict__)
         d.update(fields)
-        if "_cfg" in d and not fields.keys().isdisjoint(self._static_names):
+        if "_cfg" in d and not fields.keys().isdisjoint(self._layout.statics):
             del d["_cfg"]  # a static was replaced: its canonical form is recomputed when asked
         if reduced:
             d["_reduced"] = True
@@ -253,6 +248,14 @@ class Metric:
         if not nested and self._reduced == reduced:
             return self
         return self._rebuild(nested, reduced)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Not a module: calling a metric would hide whether the batch was kept; say what to call instead."""
+        raise TypeError(
+            f"{type(self).__name__} is an immutable metric, not a module: use m = m.update(...) to fold a batch "
+            "in, m, value = m.forward(...) for the batch's value too, or sm.Stateful(metric) for a module "
+            "that updates in place"
+        )
 
     # -- the public methods ------------------------------------------------
 
@@ -345,7 +348,7 @@ class Metric:
             >>> sm.Sum().update(torch.tensor(5.0)).reset().compute()
             tensor(0.)
         """
-        fresh = type(self)(**{n: getattr(self, n) for n in self._init_statics})
+        fresh = type(self)(**{n: getattr(self, n) for n in self._layout.init_statics})
         if "_cfg" in self.__dict__:  # the same configuration: keep its canonical form
             fresh.__dict__["_cfg"] = self.__dict__["_cfg"]
         return fresh
@@ -374,7 +377,7 @@ class Metric:
         return self._rebuild(fields)
 
     def _field_names(self) -> frozenset[str]:
-        return self._names
+        return self._layout.names
 
     def append(self: M, **rows: torch.Tensor) -> M:
         """A new metric with ``rows`` appended along dim 0 to these ``cat`` states.
@@ -389,7 +392,7 @@ class Metric:
         """
         d = self.__dict__
         for n in rows:
-            if n not in self._cat_names:
+            if n not in self._layout.cat:
                 raise TypeError(f"{type(self).__name__}.append: {n!r} is not a cat state")
         return self._rebuild({n: append(d[n], batch) for n, batch in rows.items()})
 
@@ -407,7 +410,7 @@ class Metric:
     def __getstate__(self) -> dict[str, Any]:
         # Pickle (and torch.save) the states alone, not the spare capacity of cat buffers.
         d = self.__dict__
-        return {k: tree.map_tensors(compact, v) if k in self._state_names else v for k, v in d.items() if k != "_cfg"}
+        return {k: tree.map_tensors(compact, v) if k in self._layout.states else v for k, v in d.items() if k != "_cfg"}
 
     def load_state_dict(self: M, state_dict: dict[str, torch.Tensor]) -> M:
         """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole.
@@ -451,7 +454,7 @@ class Metric:
         return cast(M, tree.unflatten(spec, new))._with_mark(False)
 
     def __repr__(self) -> str:
-        parts = [f"{n}={getattr(self, n)!r}" for n in self._static_names]
+        parts = [f"{n}={getattr(self, n)!r}" for n in self._layout.statics]
         for n, v, _ in self._state_items():
             parts.append(f"{n}={_short(v)}")
         mark = ", reduced" if self._reduced else ""
@@ -464,24 +467,45 @@ def _short(v: Any) -> str:
     return repr(v)
 
 
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """What a metric class declares, read once from its fields when the class is made.
+
+    ``states`` and ``statics`` are field names in declaration order (the
+    pytree's leaves and its structure); ``ops`` maps each state to its reduce
+    op (``None``: the class merges its whole state, ``whole_merge``).
+    """
+
+    states: tuple[str, ...]
+    statics: tuple[str, ...]
+    ops: Mapping[str, str | None]
+    init_statics: tuple[str, ...]  # the statics the constructor takes, for reset
+    whole_merge: bool
+
+    @functools.cached_property
+    def names(self) -> frozenset[str]:
+        """Every field name, for ``replace``."""
+        return frozenset((*self.states, *self.statics))
+
+    @functools.cached_property
+    def cat(self) -> tuple[str, ...]:
+        """The ``cat`` states, for ``append``."""
+        return tuple(n for n in self.states if self.ops[n] == "cat")
+
+
 def _make_dataclass(cls: type[Metric]) -> None:
-    """Turn ``cls`` into a frozen dataclass and cache what its fields declare."""
+    """Turn ``cls`` into a frozen dataclass and record what its fields declare."""
     dataclasses.dataclass(frozen=True, eq=False, repr=False)(cls)
-    states, statics, ops = [], [], {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        spec = spec_of(f)
-        if isinstance(spec, StateSpec):
-            states.append(f.name)
-            ops[f.name] = spec.op
-        else:
-            statics.append(f.name)
-    cls._state_names, cls._static_names, cls._ops = tuple(states), tuple(statics), ops
-    cls._names = frozenset((*states, *statics))
-    cls._cat_names = tuple(n for n in states if ops[n] == "cat")
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    specs = {f.name: spec_of(f) for f in fields}
+    ops = {n: spec.op for n, spec in specs.items() if isinstance(spec, StateSpec)}
+    statics = tuple(n for n in specs if n not in ops)
+    whole_merge = cls.merge is not Metric.merge
+    init = tuple(f.name for f in fields if f.init and f.name in statics)
+    cls._layout = Layout(tuple(ops), statics, ops, init, whole_merge)
     cls.__init__ = _checking_config(cls.__init__)  # type: ignore[method-assign]
-    cls._init_statics = tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name in statics)  # type: ignore[arg-type]
-    no_op = [f.name for f in dataclasses.fields(cls) if f.name in ops and ops[f.name] is None and not _holds_metrics(f)]  # type: ignore[arg-type]
-    if no_op and not cls._whole_merge:
+    no_op = [f.name for f in fields if f.name in ops and ops[f.name] is None and not _holds_metrics(f)]
+    if no_op and not whole_merge:
         raise TypeError(
             f"{cls.__name__}: state field(s) {no_op} declare no reduce op; "
             "give them one, or override merge to reduce the whole state"
@@ -506,7 +530,7 @@ def _checking_config(init: Callable[..., None]) -> Callable[..., None]:
     def wrapper(self: Metric, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         d = self.__dict__
-        for n in self._static_names:
+        for n in self._layout.statics:
             value = d[n]
             if isinstance(value, torch.Tensor):
                 d[n] = value.detach().clone()
@@ -581,7 +605,7 @@ def check_compatible(a: Metric, b: Any) -> None:
     if a._config() != b._config():
         diff = [
             f"{n}={getattr(a, n)!r} vs {getattr(b, n)!r}"
-            for n in a._static_names
+            for n in a._layout.statics
             if repr(canonical(getattr(a, n))) != repr(canonical(getattr(b, n)))
         ]
         raise ValueError(f"{name}.merge: configurations differ: {', '.join(diff) or a._describe()}")
@@ -623,7 +647,7 @@ def _free_shape_leaves(m: Metric) -> list[bool]:
     True for ``cat`` leaves, and for leaves of a whole-state merge that start
     empty along dim 0; every other shape is fixed by the configuration.
     """
-    if m._whole_merge:
+    if m._layout.whole_merge:
         return [t.ndim > 0 and t.shape[0] == 0 for t in tree.leaves(m.reset())]
     out: list[bool] = []
     for _, value, op in m._state_items():

@@ -23,6 +23,11 @@ Reducer = Union[Callable[[torch.Tensor, str], torch.Tensor], "Local", "Collectiv
 class Local:
     """The reducer of a world of one: every process sees only its own data."""
 
+    rank = 0
+    """This participant's rank in its group: always 0."""
+    size = 1
+    """The group's size: always 1."""
+
     def __call__(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         """``tensor`` itself: a world of one has nothing to combine."""
         return tensor

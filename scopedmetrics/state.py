@@ -53,6 +53,8 @@ def identity(op: str | None, dtype: torch.dtype = torch.float32) -> torch.Tensor
 def _factory(op: str | None, default: Any) -> Callable[[], Any]:
     if default is dataclasses.MISSING:
         return lambda: identity(op)
+    if getattr(type(default), "_is_metric", False):  # a nested metric: immutable, so one instance serves all
+        return lambda: default
     if callable(default) and not isinstance(default, torch.Tensor):
         return cast(Callable[[], Any], default)
     if isinstance(default, torch.Tensor):

@@ -63,7 +63,7 @@ def path_str(prefix: str, *parts: Any) -> str:
 def walk(m: Metric, prefix: str, units: list[Leaf | Merge], desc: list[str]) -> None:
     """Append ``m``'s units in leaf order, and describe them (type, configuration, ops, shapes) to ``desc``."""
     desc.append(f"{prefix or '<metric>'}: {m._describe()}")
-    if m._whole_merge:
+    if m._layout.whole_merge:
         units.append(Merge(prefix or type(m).__name__, m))
         desc.append(f"{prefix}: merge " + ", ".join(f"{t.dtype} {t.ndim}-d" for t in tree.leaves(m)))
         return

@@ -60,7 +60,7 @@ def check_mergeable(a: Metric, b: Any) -> None:
     """Refuse to merge metrics of different types, configurations or state shapes."""
     name = type(a).__name__
     check_compatible(a, b)
-    for n in a._state_names:
+    for n in a._layout.states:
         x, y = getattr(a, n), getattr(b, n)
         if x.shape != y.shape or x.dtype != y.dtype:
             raise ValueError(
