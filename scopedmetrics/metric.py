@@ -22,7 +22,7 @@ import torch
 from typing_extensions import dataclass_transform  # typing's own is 3.11+; torch depends on typing_extensions
 
 from scopedmetrics import tree
-from scopedmetrics.state import NAMESPACE, StateSpec, append, combine, compact, is_empty_cat, spec_of, static
+from scopedmetrics.state import NAMESPACE, Shaped, StateSpec, append, combine, compact, is_empty_cat, spec_of, static
 
 M = TypeVar("M", bound="Metric")
 
@@ -520,7 +520,7 @@ def _holds_metrics(f: dataclasses.Field[Any]) -> bool:
 
 
 def _checking_config(init: Callable[..., None]) -> Callable[..., None]:
-    """Wrap a dataclass ``__init__``: every static must be comparable (``canonical``); tensors are copied.
+    """Wrap a dataclass ``__init__``: shape ``init=`` states; every static must be comparable; tensors are copied.
 
     A copy, so a caller writing into the tensor it passed cannot change a
     configuration that was already compared or cached.
@@ -528,8 +528,11 @@ def _checking_config(init: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(init)
     def wrapper(self: Metric, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
+        init(self, *args, **kwargs)  # the dataclass's, then __post_init__ (checks of the configuration)
         d = self.__dict__
+        for n in self._layout.states:  # states shaped by the configuration: made once it is checked
+            if type(d[n]) is Shaped:
+                d[n] = d[n].init(self)
         for n in self._layout.statics:
             value = d[n]
             if isinstance(value, torch.Tensor):

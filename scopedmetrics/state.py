@@ -67,11 +67,24 @@ def _factory(op: str | None, default: Any) -> Callable[[], Any]:
     )
 
 
-def state(op: str | None = None, *, default: Any = dataclasses.MISSING) -> Any:
+class Shaped:
+    """A state's starting value that depends on the configuration: ``init(metric)``, called once built."""
+
+    __slots__ = ("init",)
+
+    def __init__(self, init: Callable[[Any], Any]) -> None:
+        self.init = init
+
+
+def state(
+    op: str | None = None, *, default: Any = dataclasses.MISSING, init: Callable[[Any], Any] | None = None
+) -> Any:
     """Declare a state field reduced across participants with ``op``.
 
     ``default`` is a number (dtype as ``torch.tensor`` gives it), a tensor or a
     zero-argument factory; without it the field starts at the op's identity.
+    ``init`` instead shapes the state from the configuration: it is called with
+    the metric once its static fields are set (``init=lambda m: torch.zeros(m.num_classes)``).
 
     Example:
         >>> import scopedmetrics as sm, torch
@@ -81,11 +94,20 @@ def state(op: str | None = None, *, default: Any = dataclasses.MISSING) -> Any:
         ...     def compute(self): return self.total
         >>> Total().update(torch.ones(3)).compute()
         tensor(3.)
+        >>> class PerClass(sm.Metric):
+        ...     hits: torch.Tensor = sm.state("sum", init=lambda m: torch.zeros(m.num_classes, dtype=torch.long))
+        ...     num_classes: int = sm.static(default=2)
+        >>> PerClass(num_classes=4).hits
+        tensor([0, 0, 0, 0])
     """
     if op is not None and op not in OPS:
         raise ValueError(f"unknown reduce op {op!r}; expected one of {OPS}")
+    if init is not None and default is not dataclasses.MISSING:
+        raise TypeError("state: give default or init, not both")
+    shaped = Shaped(init) if init is not None else None
+    factory = (lambda: shaped) if shaped is not None else _factory(op, default)
     return dataclasses.field(  # keyword-only: states never take a constructor position
-        default_factory=_factory(op, default), metadata={_KEY: StateSpec(op)}, kw_only=True
+        default_factory=factory, metadata={_KEY: StateSpec(op)}, kw_only=True
     )
 
 
