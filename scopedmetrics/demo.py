@@ -232,11 +232,16 @@ def _output(plain: bool) -> _Plain | _Rich:
     return _Plain()
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m scopedmetrics demo") -> int:
     """Run the demo; exit status 0 when every reduced value matches one process."""
-    parser = argparse.ArgumentParser(prog="python -m scopedmetrics demo", description=__doc__)
-    parser.add_argument("--backend", choices=["threads", "gloo"], default="threads")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser.add_argument(
+        "--backend",
+        choices=["threads", "gloo"],
+        default="threads",
+        help="threads: one process, ranks as threads (sm.simulate); gloo: real processes on 127.0.0.1",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated data set (default 0)")
     parser.add_argument("--plain", action="store_true", help="plain text output even when rich is installed")
     args = parser.parse_args(argv)
     out = _output(args.plain)

@@ -37,9 +37,17 @@ def test_demo_runs_where_numpy_is_not_installed() -> None:
     assert "PASS: 18 values checked" in done.stdout
 
 
-def test_unknown_command_prints_usage() -> None:
+def test_unknown_command_names_it_and_the_known_ones() -> None:
     done = subprocess.run([sys.executable, "-m", "scopedmetrics", "nope"], capture_output=True, text=True)
-    assert done.returncode == 2 and "usage" in done.stdout
+    assert done.returncode == 2 and "usage: python -m scopedmetrics" in done.stderr
+    assert "invalid choice: 'nope' (choose from 'demo')" in done.stderr
+
+
+def test_version_and_help_name_the_program() -> None:
+    done = subprocess.run([sys.executable, "-m", "scopedmetrics", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("scopedmetrics ")
+    done = subprocess.run([sys.executable, "-m", "scopedmetrics", "demo", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "--backend" in done.stdout and "real processes on 127.0.0.1" in done.stdout
 
 
 def test_plain_output_is_a_text_table(capsys) -> None:  # type: ignore[no-untyped-def]
