@@ -167,6 +167,11 @@ class Metric:
             cls._layout = Layout((), (), {}, (), cls.merge is not Metric.merge)
         register: Any = optree.register_pytree_node  # its stub types nodes as optree's own Collection
         register(cls, _flatten, cls._tree_unflatten, path_entry_type=optree.GetAttrEntry, namespace=NAMESPACE)
+        # torch.load's default (weights_only=True) unpickles only allowlisted classes: a metric is plain data
+        # (tensors and configuration, no code run on load), so every metric class is allowed.
+        allow = getattr(torch.serialization, "add_safe_globals", None)
+        if allow is not None:
+            allow([cls])
 
     # -- the pytree view --------------------------------------------------
 
