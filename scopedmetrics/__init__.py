@@ -60,6 +60,7 @@ from scopedmetrics.collection import compute as compute
 from scopedmetrics.collection import reduce as reduce
 from scopedmetrics.errors import SyncError as SyncError
 from scopedmetrics.metric import Metric as Metric
+from scopedmetrics.metric import delegate as delegate
 from scopedmetrics.reducers import Reducer as Reducer
 from scopedmetrics.reducers import distributed as distributed
 from scopedmetrics.reducers import local as local
@@ -86,6 +87,7 @@ from scopedmetrics.state import static as static
 __version__ = "0.1.0"
 
 __all__ = [
+    "delegate",
     "BinaryAUROC",
     "BinaryAccuracy",
     "BinaryAveragePrecision",

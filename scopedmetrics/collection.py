@@ -96,15 +96,17 @@ class Collection(Metric):
         new: dict[str, Metric] = {}
         done: dict[tuple[Any, ...], Metric] = {}
         for name, m in self._members.items():
-            key = _share_key(m)
+            field, unit = _unit(m)
+            key = _share_key(unit)
             if key is not None and key in done:  # the same computation on the same state: reuse its result
-                new[name] = m._rebuild({n: done[key].__dict__[n] for n in m._layout.states})
-                continue
-            accepted = _accepted(m)
-            kw = kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}
-            new[name] = m.update(*args, **kw)
-            if key is not None:
-                done[key] = new[name]
+                result = done[key]
+            else:
+                accepted = _accepted(unit)
+                kw = kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}
+                result = unit.update(*args, **kw)
+                if key is not None:
+                    done[key] = result
+            new[name] = m._rebuild({field: result}) if field else result
         return self._rebuild(new)
 
     def compute(self) -> dict[str, Any]:
@@ -162,7 +164,14 @@ def _accepted(m: Metric) -> frozenset[str] | None:
     if isinstance(m, Collection):
         sets = [_accepted(x) for x in m._members.values()]
         return None if any(s is None for s in sets) else frozenset().union(*sets)  # type: ignore[arg-type]
-    return _update_params(type(m).update)
+    field, unit = _unit(m)
+    return _accepted(unit) if field else _update_params(type(m).update)
+
+
+def _unit(m: Metric) -> tuple[str | None, Metric]:
+    """The metric whose ``update`` does ``m``'s work: the one ``m`` delegates to (``sm.delegate``), else ``m``."""
+    field = type(m)._delegate
+    return (field, m.__dict__[field]) if field else (None, m)
 
 
 def _share_key(m: Metric) -> tuple[Any, ...] | None:
@@ -178,16 +187,21 @@ def _share_key(m: Metric) -> tuple[Any, ...] | None:
 
 
 def _alias_equal(members: dict[str, Metric]) -> dict[str, Metric]:
-    """Members of one type and configuration with equal states made to hold the same state tensors."""
+    """Members whose update units are equal (type, configuration, states) made to hold the same state tensors.
+
+    A unit is the member, or the nested metric it delegates to, so members of
+    different types that delegate to equal nested metrics come to hold one.
+    """
     out: dict[str, Metric] = {}
     leads: list[Metric] = []
     for name, m in members.items():
-        lead = next((x for x in leads if _share_key(m) is not None and _equal(x, m)), None)
+        field, unit = _unit(m)
+        lead = next((x for x in leads if _share_key(unit) is not None and _equal(x, unit)), None)
         if lead is None:
-            leads.append(m)
-            out[name] = m
+            leads.append(unit)
         else:
-            out[name] = m._rebuild({n: lead.__dict__[n] for n in m._layout.states})
+            unit = unit._rebuild({n: lead.__dict__[n] for n in unit._layout.states})
+        out[name] = m._rebuild({field: unit}) if field else unit
     return out
 
 

@@ -87,6 +87,38 @@ def _folding(update: Callable[..., Any], own_mask: bool) -> Callable[..., Any]:
     return wrapper
 
 
+def delegate(field: str) -> Callable[..., Any]:
+    """An ``update`` that folds the batch into the metric held in state ``field``, and does nothing else.
+
+    Metrics that compute different values from one state hold that state as a
+    nested metric and declare ``update = sm.delegate("counts")``. Their update
+    is then, by construction, the nested metric's, so a ``Collection`` runs it
+    once for all of them (a class that defines ``update`` itself delegates nothing).
+
+    Example:
+        >>> import scopedmetrics as sm, torch
+        >>> class Mean(sm.Metric):
+        ...     sums: sm.Sum = sm.state(default=sm.Sum())
+        ...     count: sm.Sum = sm.state(default=sm.Sum())
+        ...     def update(self, x):
+        ...         return self.replace(sums=self.sums.update(x), count=self.count.update(torch.ones_like(x)))
+        ...     def compute(self): return self.sums.compute() / self.count.compute()
+        >>> class Total(sm.Metric):
+        ...     counts: Mean = sm.state(default=Mean())
+        ...     update = sm.delegate("counts")
+        ...     def compute(self): return self.counts.sums.compute()
+        >>> Total().update(torch.tensor([1.0, 2.0])).compute()
+        tensor(3.)
+    """
+
+    def update(self: Metric, *args: Any, **kwargs: Any) -> Metric:
+        return self.replace(**{field: getattr(self, field).update(*args, **kwargs)})
+
+    update._sm_delegate = field  # type: ignore[attr-defined]
+    update.__doc__ = f"Fold the batch into ``{field}`` (see ``sm.delegate``)."
+    return update
+
+
 def _mask_of(m: Metric, mask: Any) -> torch.Tensor:
     """``mask`` checked: a 1-d bool tensor over the batch's first dimension."""
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.ndim != 1:
@@ -152,6 +184,7 @@ class Metric:
     _custom_tree: ClassVar[bool] = False
     _layout: ClassVar[Layout]  # what the class declares, read once (``Layout``)
     _rows_of_any_kind: ClassVar[bool] = False  # True for generic containers (Cat): empty cat leaves load any rows
+    _delegate: ClassVar[str | None] = None  # the field whose nested metric ``update`` folds into (``delegate``)
     _reduced = False  # plain class attribute, not a field: reduced instances set it in __dict__
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -160,6 +193,7 @@ class Metric:
             cls.compute = _reducing(cls.__dict__["compute"])  # type: ignore[method-assign]
         if "update" in cls.__dict__:
             own = cls.__dict__["update"]
+            cls._delegate = getattr(own, "_sm_delegate", None)  # an update of its own delegates nothing
             cls.update = _folding(own, "mask" in inspect.signature(own).parameters)  # type: ignore[method-assign]
         if not cls._custom_tree:
             _make_dataclass(cls)

@@ -173,3 +173,55 @@ def test_collection_is_immutable() -> None:
     c = sm.Collection(s=sm.Sum())
     with pytest.raises(Exception, match="immutable"):
         c.s = sm.Sum()  # type: ignore[misc]
+
+
+class Tally(sm.Metric):
+    """The shared state of Hits and Misses: counts of hits and of samples."""
+
+    hits: torch.Tensor = sm.state("sum", default=0)
+    seen: torch.Tensor = sm.state("sum", default=0)
+    threshold: float = sm.static(default=0.5)
+
+    def update(self, preds: torch.Tensor, target: torch.Tensor) -> Tally:
+        CALLS.append("Tally")
+        hit = ((preds > self.threshold).long() == target).sum()
+        return self.replace(hits=self.hits + hit, seen=self.seen + target.numel())
+
+
+class Hits(sm.Metric):
+    counts: Tally = sm.state(default=Tally())
+    update = sm.delegate("counts")
+
+    def compute(self) -> torch.Tensor:
+        return self.counts.hits / self.counts.seen
+
+
+class Misses(sm.Metric):
+    counts: Tally = sm.state(default=Tally())
+    update = sm.delegate("counts")
+
+    def compute(self) -> torch.Tensor:
+        return 1 - self.counts.hits / self.counts.seen
+
+
+class Tweaked(Hits):
+    """Defines its own update: it delegates nothing, so it never shares."""
+
+    def update(self, preds: torch.Tensor, target: torch.Tensor) -> Tweaked:
+        return self.replace(counts=self.counts.update(1 - preds, target))
+
+
+def test_members_that_delegate_to_one_nested_state_share_its_update_by_construction() -> None:
+    CALLS.clear()
+    preds, target = torch.tensor([0.9, 0.2, 0.7, 0.1]), torch.tensor([1, 0, 0, 0])
+    c = sm.Collection(h=Hits(), m=Misses(), t=Tweaked(), other=Hits(counts=Tally(threshold=0.8)))
+    c = c.update(preds, target)
+    assert CALLS == ["Tally", "Tally", "Tally"]  # h and m share one; t has its own update; other its own config
+    assert c.h.counts is c.m.counts
+    assert c.compute() == {"h": 0.75, "m": 0.25, "t": 0.25, "other": 1.0}
+    restored = c.load_state_dict({**c.state_dict(), "m.counts.hits": torch.tensor(0)})
+    CALLS.clear()
+    again = restored.update(preds, target)
+    assert CALLS == ["Tally"] * 4 and again.compute()["m"] == 1 - 3 / 8  # unequal states: shared no more
+    with pytest.raises(TypeError, match=r"no member accepts keyword\(s\) \['weight'\]"):
+        c.update(preds, target, weight=1.0)
