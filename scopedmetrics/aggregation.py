@@ -2,14 +2,17 @@
 
 Names and arguments follow TorchMetrics' ``SumMetric``, ``MeanMetric``, ...;
 ``nan_strategy`` is ``"error"``, ``"warn"`` (drop with a warning), ``"ignore"``
-(drop), ``"disable"`` (keep NaNs) or a float to replace them with.
+(drop), ``"disable"`` (keep NaNs) or a float to replace them with. NaNs are
+handled element by element, as TorchMetrics does: ``Sum`` of
+``[[1, nan, 10], [4, 5, 6]]`` is 26, and ``Cat`` keeps the other elements,
+flattened. A value is a tensor, a number, or a (nested) list of numbers.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -19,49 +22,72 @@ from scopedmetrics.state import append, state, static
 _STRATEGIES = ("error", "warn", "ignore", "disable")
 
 
-def _real(owner: Metric, value: Any, name: str, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """``value`` (a tensor or a number) as a real tensor, cast to ``dtype`` when given."""
+def _real(
+    owner: Metric, value: Any, name: str, dtype: torch.dtype | None = None, device: torch.device | None = None
+) -> torch.Tensor:
+    """``value`` as a real tensor, cast to ``dtype`` when given.
+
+    A tensor keeps its device; a number, or a (nested) list, tuple or array of
+    numbers, as TorchMetrics takes them, becomes a tensor on ``device``.
+    """
     metric = type(owner).__name__
-    if not isinstance(value, (torch.Tensor, int, float)):
-        raise TypeError(f"{metric}.update: {name} must be a tensor or a number, got {type(value).__name__}")
-    x = value if isinstance(value, torch.Tensor) else torch.tensor(value)
+    what = f"{metric}.update: {name} must be a tensor, a number or a (nested) list of numbers"
+    if isinstance(value, torch.Tensor):
+        x = value
+    elif isinstance(value, (bool, int, float)):
+        x = torch.tensor(value, device=device)
+    elif isinstance(value, (list, tuple)) or hasattr(value, "__array__"):
+        try:
+            x = torch.as_tensor(value, device=device)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{what} of one shape, got {_short(value)}") from None
+    else:
+        raise TypeError(f"{what}, got {type(value).__name__}")
     if x.is_complex():
         raise TypeError(f"{metric}.update: {name} must be real, got {x.dtype}")
     return x if dtype is None else x.to(dtype)
 
 
-def _without_nan(owner: Metric, **named: torch.Tensor) -> list[torch.Tensor]:
-    """The tensors (of one shape) with NaNs handled per ``nan_strategy``, entries dropped together.
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
-    Dropping removes whole rows (dim 0) so that a value and its weight, or a
-    row of a ``Cat``, go together.
+
+def _without_nan(
+    owner: Metric, value: torch.Tensor, weight: torch.Tensor | None = None, stacklevel: int = 4
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``value`` (and ``weight``, of its shape) with NaNs handled per ``nan_strategy``, element by element.
+
+    As TorchMetrics' aggregators: dropping keeps the other elements, flattened
+    (a value goes with its weight), and a float strategy replaces a value where
+    it or its weight is NaN, with weight 1 there. ``stacklevel`` points the
+    warning of ``"warn"`` at the caller of ``update``.
     """
     metric, strategy = type(owner).__name__, getattr(owner, "nan_strategy", "disable")
-    tensors = list(named.values())
-    floats = [(n, t) for n, t in named.items() if t.is_floating_point()]
-    if strategy == "disable" or not floats:
-        return tensors
-    nans = {n: torch.isnan(t) for n, t in floats}
-    bad = [n for n, m in nans.items() if bool(m.any())]
-    if not bad:
-        return tensors
+    if strategy == "disable":
+        return value, weight
+    named = {"value": value} if weight is None else {"value": value, "weight": weight}
+    nans = {n: torch.isnan(t) for n, t in named.items() if t.is_floating_point()}
+    found = [n for n, m in nans.items() if bool(m.any())]
+    if not found:
+        return value, weight
     if strategy == "error":
-        raise ValueError(f"{metric}.update: {bad[0]} contains NaN (nan_strategy='error')")
+        raise ValueError(f"{metric}.update: {found[0]} contains NaN (nan_strategy='error')")
+    bad = nans[found[0]] if len(found) == 1 else nans["value"] | nans["weight"]
     if isinstance(strategy, float):
-        return [
-            torch.where(nans[n], torch.tensor(strategy, dtype=t.dtype), t) if n in nans else t for n, t in named.items()
-        ]
+        filled = value.masked_fill(bad, strategy)
+        return filled, None if weight is None else weight.masked_fill(bad, 1.0)
     if strategy == "warn":
-        warnings.warn(f"{metric}.update: dropping NaN values from {', '.join(bad)}", UserWarning, stacklevel=3)
-    rows = torch.zeros(tensors[0].shape[:1], dtype=torch.bool) if tensors[0].ndim else torch.zeros((), dtype=torch.bool)
-    for m in nans.values():
-        rows = rows | (m.reshape(m.shape[0], -1).any(1) if m.ndim > 1 else m)
-    return [t[~rows] for t in tensors]
+        warnings.warn(
+            f"{metric}.update: dropping NaN values from {', '.join(found)}", UserWarning, stacklevel=stacklevel
+        )
+    keep = ~bad
+    return value[keep], None if weight is None else weight[keep]
 
 
-def _values(owner: Metric, value: Any, dtype: torch.dtype | None) -> torch.Tensor:
-    """``value`` as a real tensor of ``dtype`` (its own when ``None``), NaNs handled."""
-    return _without_nan(owner, value=_real(owner, value, "value", dtype))[0]
+def _values(owner: Metric, value: Any, state: torch.Tensor) -> torch.Tensor:
+    """``value`` as a real tensor of ``state``'s dtype, NaNs handled."""
+    return _without_nan(owner, _real(owner, value, "value", state.dtype, state.device), stacklevel=5)[0]
 
 
 def _check_strategy(owner: Metric) -> None:
@@ -77,6 +103,8 @@ class Sum(Metric):
         >>> import scopedmetrics as sm, torch
         >>> sm.Sum().update(torch.tensor([1.0, 2.0])).update(3.0).compute()
         tensor(6.)
+        >>> sm.Sum(nan_strategy="ignore").update([[1, float("nan"), 10], [4, 5, 6]]).compute()
+        tensor(26.)
     """
 
     sum_value: torch.Tensor = state("sum", default=0.0)
@@ -86,7 +114,7 @@ class Sum(Metric):
         _check_strategy(self)
 
     def update(self, value: Any) -> Sum:
-        x = _values(self, value, self.sum_value.dtype)
+        x = _values(self, value, self.sum_value)
         return self.replace(sum_value=self.sum_value + x.sum())
 
     def compute(self) -> torch.Tensor:
@@ -109,7 +137,7 @@ class Max(Metric):
         _check_strategy(self)
 
     def update(self, value: Any) -> Max:
-        x = _values(self, value, self.max_value.dtype)
+        x = _values(self, value, self.max_value)
         if x.numel() == 0:
             return self.replace()
         return self.replace(max_value=torch.maximum(self.max_value, x.max()))
@@ -134,7 +162,7 @@ class Min(Metric):
         _check_strategy(self)
 
     def update(self, value: Any) -> Min:
-        x = _values(self, value, self.min_value.dtype)
+        x = _values(self, value, self.min_value)
         if x.numel() == 0:
             return self.replace()
         return self.replace(min_value=torch.minimum(self.min_value, x.min()))
@@ -163,8 +191,9 @@ class Mean(Metric):
         fast = self._unweighted(value, weight)
         if fast is not None:
             return fast
-        x = _real(self, value, "value", self.mean_value.dtype)
-        w = _real(self, weight, "weight", self.weight.dtype)
+        state = self.mean_value
+        x = _real(self, value, "value", state.dtype, state.device)
+        w = _real(self, weight, "weight", self.weight.dtype, state.device)
         if w.shape != x.shape:
             try:
                 w = torch.broadcast_to(w, x.shape)
@@ -172,7 +201,8 @@ class Mean(Metric):
                 raise ValueError(
                     f"Mean.update: weight of shape {tuple(w.shape)} does not broadcast to value {tuple(x.shape)}"
                 ) from None
-        x, w = _without_nan(self, value=x, weight=w)
+        x, kept = _without_nan(self, x, w)
+        w = cast(torch.Tensor, kept)
         if bool((w < 0).any()):
             raise ValueError("Mean.update: weight must be non-negative")
         return self.replace(mean_value=self.mean_value + (x * w).sum(), weight=self.weight + w.sum())
@@ -216,10 +246,13 @@ class Cat(Metric):
         _check_strategy(self)
 
     def update(self, value: Any) -> Cat:
-        x = _real(self, value, "value")
-        x = x.reshape(1) if x.ndim == 0 else x
         rows = self.value
-        if rows.numel() or rows.shape[0]:  # earlier values fix the dtype and the row shape
+        held = bool(rows.numel() or rows.shape[0])  # earlier values fix the dtype and the row shape
+        x = _real(self, value, "value", device=rows.device)
+        if not (held or isinstance(value, torch.Tensor)):
+            x = x.to(torch.float32)  # numbers and lists of them are float32 rows, as in TorchMetrics
+        x = _without_nan(self, x.reshape(1) if x.ndim == 0 else x)[0]
+        if held:
             if x.dtype != rows.dtype and not torch.can_cast(x.dtype, rows.dtype):
                 raise TypeError(f"Cat.update: value has dtype {x.dtype}, earlier values are {rows.dtype}")
             if x.shape[1:] != rows.shape[1:]:
@@ -228,9 +261,7 @@ class Cat(Metric):
                     f"earlier values have rows of shape {tuple(rows.shape[1:])}"
                 )
             x = x.to(rows.dtype)
-        elif not isinstance(value, torch.Tensor):
-            x = x.to(rows.dtype if x.is_floating_point() else x.dtype)
-        return self.replace(value=append(rows, _values(self, x, None)))
+        return self.replace(value=append(rows, x))
 
     def compute(self) -> torch.Tensor:
         return self.value

@@ -118,8 +118,10 @@ def _classification_case(e: Entry, name: str, p: torch.Tensor, t: torch.Tensor) 
         return (_with(p, INF), t), ACCEPT if accepted else refuse(ValueError, "preds")
     if name == "bool_target":  # bool labels are 0/1 labels
         return (p, t.bool()), ACCEPT
-    if name == "float_target":
-        return (p, t.float()), refuse(TypeError, "target")
+    if name == "float_target":  # whole-number floats are labels, as TorchMetrics takes them
+        return (p, t.float()), ACCEPT
+    if name == "fraction_target":
+        return (p, t.float() + 0.5), refuse(TypeError, "target")
     if name == "nan_target":
         return (p, _with(t, NAN)), refuse(TypeError, "target")
     if name == "target_out_of_range":
@@ -166,7 +168,7 @@ def _value_case(e: Entry, name: str, x: torch.Tensor) -> Any:
 
 CASES = [
     "preds_not_a_tensor", "target_not_a_tensor", "preds_is_none", "complex_preds", "mismatched_lengths",
-    "empty_batch", "nan_preds", "nan_target", "inf_preds", "float_target", "target_out_of_range",
+    "empty_batch", "nan_preds", "nan_target", "inf_preds", "float_target", "fraction_target", "target_out_of_range",
     "target_negative", "label_preds", "label_preds_out_of_range", "wrong_width", "wrong_ndim",
     "negative_probabilities", "row_summing_to_zero", "integer_inputs", "bool_target",
 ]  # fmt: skip

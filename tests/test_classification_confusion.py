@@ -48,9 +48,7 @@ def binary_probs(seed: int, n: int = N) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(r.random(n).astype(np.float32)), torch.tensor(r.integers(0, 2, n))
 
 
-def multiclass_scores(
-    seed: int, k: int = C, n: int = N, probs: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
+def multiclass_scores(seed: int, k: int = C, n: int = N, probs: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     r = rng(seed)
     scores = torch.tensor(r.normal(size=(n, k)).astype(np.float32) * 2)
     return (scores.softmax(1) if probs else scores), torch.tensor(r.integers(0, k, n))
@@ -85,9 +83,7 @@ def test_multiclass_confusion_matrix(normalize: str | None) -> None:
     target[target == 4] = 3  # class 4 never in target: its normalized row is 0, as scikit-learn
     p = preds.argmax(1).numpy()
     expected = confusion_matrix(target.numpy(), p, labels=range(5), normalize=normalize)
-    check_sharded(
-        MulticlassConfusionMatrix(num_classes=5, normalize=normalize), [preds, target], expected, seed=4
-    )
+    check_sharded(MulticlassConfusionMatrix(num_classes=5, normalize=normalize), [preds, target], expected, seed=4)
 
 
 def test_multiclass_confusion_matrix_labels_extra_dims_and_ignore_index() -> None:
@@ -98,9 +94,7 @@ def test_multiclass_confusion_matrix_labels_extra_dims_and_ignore_index() -> Non
     y, p = target.numpy().ravel(), preds.numpy().ravel()
     keep = y != 255
     expected = confusion_matrix(y[keep], p[keep], labels=range(C))
-    check_sharded(
-        MulticlassConfusionMatrix(num_classes=C, ignore_index=255), [preds, target], expected, seed=6
-    )
+    check_sharded(MulticlassConfusionMatrix(num_classes=C, ignore_index=255), [preds, target], expected, seed=6)
 
 
 @pytest.mark.parametrize("normalize", [None, "true"])
@@ -112,9 +106,7 @@ def test_multilabel_confusion_matrix(normalize: str | None) -> None:
     expected = multilabel_confusion_matrix(target.numpy(), p).astype(float)
     if normalize == "true":
         expected = expected / expected.sum(-1, keepdims=True)
-    check_sharded(
-        MultilabelConfusionMatrix(num_labels=L, normalize=normalize), [preds, target], expected, seed=8
-    )
+    check_sharded(MultilabelConfusionMatrix(num_labels=L, normalize=normalize), [preds, target], expected, seed=8)
 
 
 # -- Matthews correlation and Cohen's kappa ----------------------------------------
@@ -155,9 +147,7 @@ def test_multiclass_mcc(kind: str) -> None:
 def test_cohen_kappa(weights: str | None) -> None:
     preds, target = binary_probs(15)
     p = (preds.numpy() > 0.5).astype(int)
-    check_sharded(
-        BinaryCohenKappa(weights=weights), [preds, target], sk_kappa(target.numpy(), p, weights), seed=16
-    )
+    check_sharded(BinaryCohenKappa(weights=weights), [preds, target], sk_kappa(target.numpy(), p, weights), seed=16)
     r = rng(17)
     target = torch.tensor(r.integers(0, 5, N))
     preds = torch.clamp(target + torch.tensor(r.integers(-1, 2, N)), 0, 4)  # mostly near the target
@@ -394,11 +384,11 @@ def test_collection_shares_the_confusion_matrix(monkeypatch: pytest.MonkeyPatch)
     values = c.compute()
     assert_close(values["mcc"], matthews_corrcoef(y, p))
     assert_close(values["kappa"], sk_kappa(y, p, "quadratic", C))
-    b = sm.Collection(
-        cm=BinaryConfusionMatrix(), mcc=BinaryMatthewsCorrCoef(), other=BinaryCohenKappa(threshold=0.3)
-    )
+    b = sm.Collection(cm=BinaryConfusionMatrix(), mcc=BinaryMatthewsCorrCoef(), other=BinaryCohenKappa(threshold=0.3))
     b = b.update(*binary_probs(32))
-    assert b["cm"].confmat is b["mcc"].confmat and b["other"].confmat is not b["cm"].confmat
+    assert torch.equal(b["cm"].confmat, b["mcc"].confmat) and not torch.equal(b["other"].confmat, b["cm"].confmat)
+    twins = sm.Collection(a=BinaryMatthewsCorrCoef(), b=BinaryMatthewsCorrCoef()).update(*binary_probs(32))
+    assert twins["a"].confmat is twins["b"].confmat  # one type, one configuration: one update
 
 
 def test_calibration_norms_in_one_collection() -> None:
@@ -447,7 +437,7 @@ BAD_UPDATES = [
     (
         MulticlassCohenKappa(num_classes=3),
         torch.tensor([0, 1]),
-        torch.tensor([0.0, 1.0]),
+        torch.tensor([0.0, 1.5]),  # whole-number float targets are labels, as in TorchMetrics
         TypeError,
         "`target` must hold integer labels",
     ),

@@ -39,9 +39,7 @@ IGNORE = -1
 # -- data: scores on a coarse grid, so that ties are everywhere -------------------
 
 
-def binary_data(
-    seed: int, n: int = N, levels: int = 8, ignore: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
+def binary_data(seed: int, n: int = N, levels: int = 8, ignore: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     preds = torch.randint(0, levels + 1, (n,), generator=g).float() / levels
     target = torch.randint(0, 2, (n,), generator=g)
@@ -87,9 +85,7 @@ def sk_pr(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(np.ascontiguousarray(x) for x in skm.precision_recall_curve(y, s))
 
 
-def columns(
-    preds: torch.Tensor, target: torch.Tensor, multiclass: bool
-) -> list[tuple[np.ndarray, np.ndarray]]:
+def columns(preds: torch.Tensor, target: torch.Tensor, multiclass: bool) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per class (one-vs-rest) or label: the non-ignored ``(y, scores)``."""
     out = []
     for c in range(preds.shape[1]):
@@ -219,12 +215,8 @@ def test_per_class_curves_exact(cls: type, oracle: Callable[..., Any], multiclas
     check_sharded(cls(C, ignore_index=IGNORE), (preds, target), expected, seed=16, world_sizes=(1, 3))
 
 
-@pytest.mark.parametrize(
-    ("cls", "oracle"), [(MulticlassROC, sk_roc), (MulticlassPrecisionRecallCurve, sk_pr)]
-)
-def test_multiclass_micro_curve_is_the_pooled_one_vs_rest_curve(
-    cls: type, oracle: Callable[..., Any]
-) -> None:
+@pytest.mark.parametrize(("cls", "oracle"), [(MulticlassROC, sk_roc), (MulticlassPrecisionRecallCurve, sk_pr)])
+def test_multiclass_micro_curve_is_the_pooled_one_vs_rest_curve(cls: type, oracle: Callable[..., Any]) -> None:
     preds, target = multiclass_data(7)
     expected = oracle(np.eye(C)[target.numpy()].ravel(), np_(preds).ravel())
     check_sharded(cls(C, average="micro"), (preds, target), expected, seed=17, world_sizes=(1, 2))
@@ -298,9 +290,7 @@ def test_binary_binned(cls: type, kind: str, thresholds: Any) -> None:
     check_sharded(cls(thresholds=thresholds, ignore_index=IGNORE), (preds, target), expected, seed=21)
 
 
-def per_column(
-    kind: str, preds: torch.Tensor, target: torch.Tensor, thr: np.ndarray, multiclass: bool
-) -> list:
+def per_column(kind: str, preds: torch.Tensor, target: torch.Tensor, thr: np.ndarray, multiclass: bool) -> list:
     return [np_binned(kind, y, s, thr) for y, s in columns(preds, target, multiclass)]
 
 
@@ -346,9 +336,7 @@ def test_per_class_binned_scalars(kind: str, multiclass: bool, average: str) -> 
         "none": values,
         "macro": values.mean(),
         "weighted": (values * support).sum() / support.sum(),
-        "micro": np_binned(
-            kind, np.concatenate([y for y, _ in cols]), np.concatenate([s for _, s in cols]), thr
-        ),
+        "micro": np_binned(kind, np.concatenate([y for y, _ in cols]), np.concatenate([s for _, s in cols]), thr),
     }[average]
     cls = {
         ("auroc", True): MulticlassAUROC,
@@ -371,18 +359,14 @@ def test_multiclass_binned_micro_curve_pools_classes(kind: str) -> None:
     thr = thr_array(6)
     expected = np_binned(kind, np.eye(C)[target.numpy()].ravel(), np_(preds).ravel(), thr)
     cls = MulticlassROC if kind == "roc" else MulticlassPrecisionRecallCurve
-    check_sharded(
-        cls(C, thresholds=6, average="micro"), (preds, target), expected, seed=27, world_sizes=(1, 2)
-    )
+    check_sharded(cls(C, thresholds=6, average="micro"), (preds, target), expected, seed=27, world_sizes=(1, 2))
 
 
 def test_binned_max_fpr_matches_torchmetrics() -> None:
     preds, target = binary_data(28)
     ref = tmc.BinaryAUROC(max_fpr=0.4, thresholds=11)
     ref.update(preds, target)
-    check_sharded(
-        BinaryAUROC(max_fpr=0.4, thresholds=11), (preds, target), ref.compute(), seed=29, world_sizes=(1, 2)
-    )
+    check_sharded(BinaryAUROC(max_fpr=0.4, thresholds=11), (preds, target), ref.compute(), seed=29, world_sizes=(1, 2))
 
 
 @pytest.mark.parametrize(
@@ -532,9 +516,7 @@ ALL = [
 def batch_for(m: sm.Metric, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     if hasattr(m, "num_classes"):
-        return torch.rand(n, m.num_classes, generator=g).softmax(1), torch.randint(
-            0, m.num_classes, (n,), generator=g
-        )
+        return torch.rand(n, m.num_classes, generator=g).softmax(1), torch.randint(0, m.num_classes, (n,), generator=g)
     if hasattr(m, "num_labels"):
         return torch.rand(n, m.num_labels, generator=g), torch.randint(0, 2, (n, m.num_labels), generator=g)
     return torch.rand(n, generator=g), torch.randint(0, 2, (n,), generator=g)
@@ -543,9 +525,7 @@ def batch_for(m: sm.Metric, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.
 def layout(m: sm.Metric) -> dict[str, tuple[torch.dtype, tuple[int, ...]]]:
     """dtype and shape of every state, dim 0 of the exact (cat) states left out."""
     d = m.state_dict()
-    return {
-        k: (v.dtype, tuple(v.shape[1:]) if k in ("preds", "target") else tuple(v.shape)) for k, v in d.items()
-    }
+    return {k: (v.dtype, tuple(v.shape[1:]) if k in ("preds", "target") else tuple(v.shape)) for k, v in d.items()}
 
 
 @pytest.mark.parametrize("m", ALL, ids=lambda m: type(m).__name__)
@@ -562,15 +542,9 @@ def test_binned_memory_does_not_grow_with_samples(m: sm.Metric) -> None:
     big = small
     for seed in range(3):
         big = big.update(*batch_for(m, 5000, seed))
-    assert {k: v.shape for k, v in big.state_dict().items()} == {
-        k: v.shape for k, v in small.state_dict().items()
-    }
-    assert sum(v.numel() for v in big.state_dict().values()) == sum(
-        v.numel() for v in m.state_dict().values()
-    )
-    assert int(big.counts.sum()) == (10 + 15000) * (
-        3 if m.counts.ndim == 3 else 1
-    )  # every entry counted once
+    assert {k: v.shape for k, v in big.state_dict().items()} == {k: v.shape for k, v in small.state_dict().items()}
+    assert sum(v.numel() for v in big.state_dict().values()) == sum(v.numel() for v in m.state_dict().values())
+    assert int(big.counts.sum()) == (10 + 15000) * (3 if m.counts.ndim == 3 else 1)  # every entry counted once
 
 
 def test_exact_memory_grows_with_samples() -> None:
@@ -588,26 +562,26 @@ def test_state_dict_pickle_and_merge_round_trip(m: sm.Metric) -> None:
     with sm.use_reducer(sm.local()):
         assert_close(loaded.compute(), a.compute())
         assert_close(m.load_state_dict(a.state_dict()).compute(), a.compute())
-        assert_close(
-            a.merge(b).compute(), m.update(*batch_for(m, 12, 1)).update(*batch_for(m, 5, 2)).compute()
-        )
+        assert_close(a.merge(b).compute(), m.update(*batch_for(m, 12, 1)).update(*batch_for(m, 5, 2)).compute())
         assert_close(a.merge(m.reset()).compute(), a.compute())
 
 
 def test_collection_shares_the_update_of_equal_configurations() -> None:
     c = sm.Collection(
         auroc=BinaryAUROC(thresholds=5, max_fpr=0.5),
+        twin=BinaryAUROC(thresholds=5, max_fpr=0.5),
         ap=BinaryAveragePrecision(thresholds=5),
         roc=BinaryROC(thresholds=6),
     )
-    groups = {names for names, _ in c._shared}
-    assert ("auroc", "ap") in groups and ("roc",) in groups
-    mc = sm.Collection(
-        a=MulticlassAUROC(3, average="macro"), b=MulticlassAveragePrecision(3, average="weighted")
-    )
-    assert len(mc._shared) == 1
     preds, target = batch_for(BinaryAUROC(), 30)
-    values = c.update(preds, target).compute()
+    c = c.update(preds, target)
+    # one type and configuration share an update; other types update apart, to the same counts
+    assert c["auroc"].counts is c["twin"].counts and torch.equal(c["auroc"].counts, c["ap"].counts)
+    assert c["roc"].counts.shape != c["ap"].counts.shape
+    mc = sm.Collection(a=MulticlassAUROC(3, average="macro"), b=MulticlassAUROC(3, average="macro"))
+    mc = mc.update(*batch_for(MulticlassAUROC(3), 20))
+    assert mc["a"].preds is mc["b"].preds
+    values = c.compute()
     with sm.use_reducer(sm.local()):
         assert_close(values["auroc"], BinaryAUROC(thresholds=5, max_fpr=0.5).update(preds, target).compute())
         assert_close(values["ap"], BinaryAveragePrecision(thresholds=5).update(preds, target).compute())
@@ -662,12 +636,8 @@ settings_ = settings(max_examples=30, deadline=None)
 
 @settings_
 @given(n=st.integers(1, 12), label=st.integers(0, 1), thresholds=st.sampled_from([None, 5]), data=st.data())
-def test_one_class_only_gives_torchmetrics_values(
-    n: int, label: int, thresholds: int | None, data: Any
-) -> None:
-    preds = torch.tensor(
-        data.draw(st.lists(st.sampled_from([0.0, 0.2, 0.5, 0.9, 1.0]), min_size=n, max_size=n))
-    )
+def test_one_class_only_gives_torchmetrics_values(n: int, label: int, thresholds: int | None, data: Any) -> None:
+    preds = torch.tensor(data.draw(st.lists(st.sampled_from([0.0, 0.2, 0.5, 0.9, 1.0]), min_size=n, max_size=n)))
     target = torch.full((n,), label)
     for cls in (BinaryAUROC, BinaryAveragePrecision, BinaryROC, BinaryPrecisionRecallCurve):
         mine = cls(thresholds=thresholds).update(preds, target).compute()
@@ -743,7 +713,7 @@ def test_validate_args_false_gives_the_same_values() -> None:
 F, L = torch.tensor([0.2, 0.7]), torch.tensor([0, 1])
 BAD_UPDATES = [
     (BinaryAUROC(), (F, torch.tensor([0, 2])), ValueError, "target"),
-    (BinaryAUROC(thresholds=3), (F, torch.tensor([0.0, 1.0])), TypeError, "target"),
+    (BinaryAUROC(thresholds=3), (F, torch.tensor([0.0, 0.5])), TypeError, "target"),
     (BinaryAveragePrecision(), (torch.tensor([0, 1]), L), TypeError, "preds"),
     (BinaryROC(), (F, torch.tensor([0, 1, 1])), ValueError, "preds"),
     (BinaryROC(), ([0.2, 0.7], L), TypeError, "preds"),
@@ -770,12 +740,8 @@ BAD_UPDATES = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("m", "args", "error", "arg"), BAD_UPDATES, ids=lambda v: getattr(type(v), "__name__", None)
-)
-def test_bad_updates_name_metric_and_argument_and_leave_state(
-    m: sm.Metric, args: tuple, error: type, arg: str
-) -> None:
+@pytest.mark.parametrize(("m", "args", "error", "arg"), BAD_UPDATES, ids=lambda v: getattr(type(v), "__name__", None))
+def test_bad_updates_name_metric_and_argument_and_leave_state(m: sm.Metric, args: tuple, error: type, arg: str) -> None:
     m = m.update(*batch_for(m, 4))
     before = {k: v.clone() for k, v in m.state_dict().items()}
     with pytest.raises(error) as info:
@@ -807,23 +773,21 @@ BAD_CONFIGS: list[tuple[type, dict[str, Any], type, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("cls", "kwargs", "error", "arg"), BAD_CONFIGS, ids=lambda v: getattr(v, "__name__", None)
-)
-def test_bad_configuration_names_metric_and_argument(
-    cls: type, kwargs: dict[str, Any], error: type, arg: str
-) -> None:
+@pytest.mark.parametrize(("cls", "kwargs", "error", "arg"), BAD_CONFIGS, ids=lambda v: getattr(v, "__name__", None))
+def test_bad_configuration_names_metric_and_argument(cls: type, kwargs: dict[str, Any], error: type, arg: str) -> None:
     with pytest.raises(error) as info:
         cls(**kwargs)
     assert str(info.value).startswith(f"{cls.__name__}: ") and f"`{arg}`" in str(info.value)
 
 
-def test_only_num_classes_is_positional() -> None:
-    with pytest.raises(TypeError):
-        MulticlassAUROC(3, "macro")  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        BinaryAUROC(0.5)  # type: ignore[misc]
+def test_arguments_come_in_torchmetrics_positional_order() -> None:
+    assert MulticlassAUROC(3, "weighted").average == "weighted"
+    assert MulticlassROC(3, 5).thresholds == 5
+    assert BinaryAUROC(0.5).max_fpr == 0.5
+    assert BinaryROC(5, None, True, None).normalization is None
     assert MultilabelROC(2).num_labels == 2
+    with pytest.raises(TypeError, match="takes 4 positional arguments but 5"):
+        BinaryAUROC(0.5, None, None, True, "extra")  # type: ignore[call-arg]
 
 
 def test_forward_returns_the_batch_value_and_folds_the_batch_in() -> None:

@@ -1,7 +1,8 @@
 """Classification metrics: stat scores, confusion matrices, calibration, and curves.
 
-Class names, arguments and input conventions follow TorchMetrics; see
-``docs/classification.md`` for the input formats and each metric's state.
+Class names, arguments (in TorchMetrics' positional order, see ``signature``)
+and input conventions follow TorchMetrics; see ``docs/classification.md`` for
+the input formats and each metric's state.
 """
 
 from scopedmetrics.classification.calibration import BinaryCalibrationError as BinaryCalibrationError

@@ -6,6 +6,9 @@ closed, so a confidence of exactly 1 lands in it). The state is three per-bin
 ``bin_count`` and ``bin_correct`` (int64) and ``bin_confidence`` (float32, the
 sum of the confidences). ``norm`` picks the error: ``"l1"`` (expected
 calibration error), ``"l2"`` (root mean square) or ``"max"`` (maximum).
+Scores on rows whose target is ``ignore_index`` do not take part in the
+choice between probabilities and logits (TorchMetrics drops those rows first).
+Constructor arguments come in TorchMetrics' positional order.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from scopedmetrics.classification.inputs import (
     check_one_of,
     multiclass_confidences,
 )
+from scopedmetrics.classification.signature import positional
 from scopedmetrics.classification.stat_scores import safe_divide
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import state, static
@@ -68,6 +72,7 @@ def _calibration_error(m: Any) -> torch.Tensor:
     return (gap * gap * weight).sum().sqrt()
 
 
+@positional("n_bins", "norm", "ignore_index", "validate_args")
 class BinaryCalibrationError(Metric):
     """Calibration error of a binary task: bin the positive-class probability, compare with the positive rate.
 
@@ -100,6 +105,7 @@ class BinaryCalibrationError(Metric):
         return _calibration_error(self)
 
 
+@positional("num_classes", "n_bins", "norm", "ignore_index", "validate_args")
 class MulticlassCalibrationError(Metric):
     """Top-label calibration error of a multiclass task: bin the top-1 probability, compare with accuracy.
 

@@ -3,8 +3,10 @@
 The state is one int64 ``"sum"`` matrix (rows: target, columns: prediction),
 ``(2, 2)``, ``(C, C)`` or ``(L, 2, 2)``. ``normalize`` and ``weights`` change only
 ``compute``: the matrix, its ``update`` and every option ``update`` reads live on
-one private class per task, so a ``Collection`` of a confusion matrix, MCC and
-kappa with the same input options updates the matrix once.
+one private class per task. Constructor arguments come in TorchMetrics'
+positional order. As in TorchMetrics, binary scores on rows whose target is
+``ignore_index`` do not take part in the choice between probabilities and
+logits (multilabel ones do).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from scopedmetrics.classification.inputs import (
     multiclass_labels,
     multilabel_labels,
 )
+from scopedmetrics.classification.signature import positional
 from scopedmetrics.classification.stat_scores import safe_divide
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import state, static
@@ -99,11 +102,12 @@ class _BinaryConfusion(Metric):
 
     def update(self: _M, preds: torch.Tensor, target: torch.Tensor) -> _M:
         """Fold in a batch: ``preds`` and ``target`` of the same shape ``(N, ...)``."""
-        p, t, keep = binary_labels(self, preds, target)
+        p, t, keep = binary_labels(self, preds, target, kept_only=True)
         counts = bincount(t.long() * 2 + p, 4, keep)
         return self.replace(confmat=self.confmat + counts.view(2, 2))  # type: ignore[attr-defined]
 
 
+@positional("threshold", "ignore_index", "normalize", "validate_args")
 class BinaryConfusionMatrix(_BinaryConfusion):
     """Confusion matrix ``[[tn, fp], [fn, tp]]`` of a binary task, optionally normalized.
 
@@ -127,6 +131,7 @@ class BinaryConfusionMatrix(_BinaryConfusion):
         return _normalized(self.confmat, self.normalize)
 
 
+@positional("threshold", "ignore_index", "validate_args")
 class BinaryMatthewsCorrCoef(_BinaryConfusion):
     """Matthews correlation coefficient of a binary task (0 where undefined, as scikit-learn).
 
@@ -141,6 +146,7 @@ class BinaryMatthewsCorrCoef(_BinaryConfusion):
         return matthews_corrcoef(self.confmat)
 
 
+@positional("threshold", "ignore_index", "weights", "validate_args")
 class BinaryCohenKappa(_BinaryConfusion):
     """Cohen's kappa of a binary task; ``weights`` is ``None``, ``"linear"`` or ``"quadratic"``.
 
@@ -189,17 +195,23 @@ class _MulticlassConfusion(Metric):
         return self.replace(confmat=self.confmat + counts)  # type: ignore[attr-defined]
 
 
+@positional("num_classes", "ignore_index", "normalize", "validate_args")
 class MulticlassConfusionMatrix(_MulticlassConfusion):
     """Confusion matrix of a multiclass task (rows: target, columns: prediction), optionally normalized.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassConfusionMatrix
-        >>> m = MulticlassConfusionMatrix(num_classes=3)
+        >>> m = MulticlassConfusionMatrix(3)
         >>> m.update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])).compute()
         tensor([[1, 1, 0],
                 [0, 1, 0],
                 [0, 0, 1]])
+        >>> normalized = MulticlassConfusionMatrix(3, None, "true")  # TorchMetrics' order: ignore_index, normalize
+        >>> normalized.update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])).compute()
+        tensor([[0.5000, 0.5000, 0.0000],
+                [0.0000, 1.0000, 0.0000],
+                [0.0000, 0.0000, 1.0000]])
     """
 
     normalize: str | None = static(default=None)
@@ -212,6 +224,7 @@ class MulticlassConfusionMatrix(_MulticlassConfusion):
         return _normalized(self.confmat, self.normalize)
 
 
+@positional("num_classes", "ignore_index", "validate_args")
 class MulticlassMatthewsCorrCoef(_MulticlassConfusion):
     """Matthews correlation coefficient of a multiclass task (0 where undefined, as scikit-learn).
 
@@ -227,6 +240,7 @@ class MulticlassMatthewsCorrCoef(_MulticlassConfusion):
         return matthews_corrcoef(self.confmat)
 
 
+@positional("num_classes", "ignore_index", "weights", "validate_args")
 class MulticlassCohenKappa(_MulticlassConfusion):
     """Cohen's kappa of a multiclass task; ``weights`` is ``None``, ``"linear"`` or ``"quadratic"``.
 
@@ -276,6 +290,7 @@ class _MultilabelConfusion(Metric):
         return self.replace(confmat=self.confmat + counts.view(n, 2, 2))  # type: ignore[attr-defined]
 
 
+@positional("num_labels", "threshold", "ignore_index", "normalize", "validate_args")
 class MultilabelConfusionMatrix(_MultilabelConfusion):
     """One confusion matrix ``[[tn, fp], [fn, tp]]`` per label, shape ``(L, 2, 2)``, optionally normalized.
 
@@ -301,6 +316,7 @@ class MultilabelConfusionMatrix(_MultilabelConfusion):
         return _normalized(self.confmat, self.normalize)
 
 
+@positional("num_labels", "threshold", "ignore_index", "validate_args")
 class MultilabelMatthewsCorrCoef(_MultilabelConfusion):
     """Matthews correlation of a multilabel task: of the labels' confusion matrices summed, as TorchMetrics.
 

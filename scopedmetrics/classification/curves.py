@@ -1,8 +1,7 @@
 """Curve metrics: ROC and precision-recall curves, AUROC and average precision.
 
-Class names, arguments, input conventions and return values follow
-TorchMetrics. Only ``num_classes`` / ``num_labels`` may be given by position;
-every other argument is keyword-only. ``thresholds`` picks one of two state
+Class names, arguments (in TorchMetrics' positional order), input conventions
+and return values follow TorchMetrics. ``thresholds`` picks one of two state
 layouts, fixed by the configuration alone:
 
 * exact (``thresholds=None``): the scores and labels themselves, in the ``cat``
@@ -30,7 +29,10 @@ are NaN (AP counts them as 0). Per-class values of multiclass and multilabel
 metrics follow the same rules (one-vs-rest), so an absent class scores 0 and
 counts in a macro average. Scores are cast to float32, and ``preds`` outside
 [0, 1] anywhere in a batch are taken for logits (sigmoid, or softmax over dim 1
-for multiclass), decided per batch like TorchMetrics.
+for multiclass), decided per batch like TorchMetrics: binary and multiclass
+curves decide on the samples they keep (``ignore_index`` excluded), multilabel
+curves on the whole batch. Binary curves take TorchMetrics' ``normalization``:
+``"sigmoid"`` (that rule, the default) or ``None`` (scores used as given).
 """
 
 from __future__ import annotations
@@ -53,9 +55,11 @@ from scopedmetrics.classification.inputs import (
     check_ignore_index,
     check_int,
     check_one_of,
+    config_error,
     finite_scores,
     tally,
 )
+from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import state, static
 
@@ -98,9 +102,7 @@ def _check_thresholds(owner: Any) -> None:
         raise ValueError(f"{name}: argument `thresholds` must be finite, got {values.tolist()}")
     used = values.to(torch.float32)  # what the scores are compared with
     if bool((used[1:] < used[:-1]).any()):
-        raise ValueError(
-            f"{name}: argument `thresholds` must be sorted in increasing order, got {values.tolist()}"
-        )
+        raise ValueError(f"{name}: argument `thresholds` must be sorted in increasing order, got {values.tolist()}")
     # A tuple of floats compares with == and pickles, as a static field must.
     object.__setattr__(owner, "thresholds", tuple(values.tolist()))
 
@@ -145,11 +147,14 @@ def _thr(m: Any) -> Tensor:
 # -- update --------------------------------------------------------------------
 
 
-def _scores(preds: Tensor, normalize: str, extremes: tuple[float, float] | None = None) -> Tensor:
+def _scores(preds: Tensor, normalize: str | None, extremes: tuple[float, float] | None = None) -> Tensor:
     """Probabilities as float32 (logits go through sigmoid/softmax first, in at least float32).
 
+    ``normalize=None`` keeps the scores as they are (TorchMetrics' ``normalization=None``).
     ``extremes`` are ``preds``' minimum and maximum when the caller has them already.
     """
+    if normalize is None:
+        return preds.to(torch.float32)
     if preds.dtype == torch.float32:
         return _probabilities(preds, normalize, extremes)
     preds = preds.to(torch.promote_types(preds.dtype, torch.float32))
@@ -381,9 +386,13 @@ class _BinaryCurve(Metric):
     thresholds: Any = static(default=None)
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
+    normalization: str | None = static(default="sigmoid")
 
     def __post_init__(self) -> None:
         _check_config(self, None)
+        if self.normalization == "softmax":
+            raise config_error(self, "normalization", "'sigmoid' or None (a softmax needs a class dimension)")
+        check_one_of(self, "normalization", ("sigmoid", None))
 
     def update(self: B, preds: Tensor, target: Tensor) -> B:
         """Fold in scores ``preds`` (N, ...) and 0/1 labels ``target`` of the same shape."""
@@ -397,7 +406,7 @@ class _BinaryCurve(Metric):
             keep = target != self.ignore_index
             preds, target = preds[keep], target[keep]
             extremes = None
-        scores = _scores(preds, "sigmoid", extremes)
+        scores = _scores(preds, self.normalization, extremes)
         if self.thresholds is None:
             return self.append(preds=scores, target=target.to(torch.uint8))
         return self.replace(counts=_binned(self.counts, scores, target.long(), self.thresholds))
@@ -538,6 +547,7 @@ def _averaged_curve(m: Any, exact: Any, binned: Any, descending: bool) -> Curves
 # -- binary ----------------------------------------------------------------------
 
 
+@positional("thresholds", "ignore_index", "validate_args", "normalization")
 class BinaryROC(_BinaryCurve):
     """Receiver operating characteristic of a binary task: ``(fpr, tpr, thresholds)``.
 
@@ -565,6 +575,7 @@ class BinaryROC(_BinaryCurve):
         return _binned_roc(self.counts, _thr(self))
 
 
+@positional("thresholds", "ignore_index", "validate_args", "normalization")
 class BinaryPrecisionRecallCurve(_BinaryCurve):
     """Precision-recall curve of a binary task: ``(precision, recall, thresholds)``, thresholds increasing.
 
@@ -587,6 +598,7 @@ class BinaryPrecisionRecallCurve(_BinaryCurve):
         return _binned_pr(self.counts, _thr(self))
 
 
+@positional("max_fpr", "thresholds", "ignore_index", "validate_args")
 class BinaryAUROC(_BinaryCurve):
     """Area under the ROC curve of a binary task, optionally standardized up to ``max_fpr``.
 
@@ -621,6 +633,7 @@ class BinaryAUROC(_BinaryCurve):
         return _partial_auc(_wide(fpr), _wide(tpr), float(self.max_fpr))
 
 
+@positional("thresholds", "ignore_index", "validate_args", "normalization")
 class BinaryAveragePrecision(_BinaryCurve):
     """Average precision of a binary task: the precision-weighted sum of recall steps.
 
@@ -644,6 +657,7 @@ _SCALAR_AVERAGES = ("macro", "weighted", "none", None)
 _CURVE_AVERAGES = (None, "micro", "macro")
 
 
+@positional("num_classes", "thresholds", "average", "ignore_index", "validate_args")
 class MulticlassROC(_MulticlassCurve):
     """One-vs-rest ROC curves of a multiclass task, per class or averaged (``"micro"``, ``"macro"``).
 
@@ -671,6 +685,7 @@ class MulticlassROC(_MulticlassCurve):
         return _averaged_curve(self, _roc, _binned_roc, descending=True)
 
 
+@positional("num_classes", "thresholds", "average", "ignore_index", "validate_args")
 class MulticlassPrecisionRecallCurve(_MulticlassCurve):
     """One-vs-rest precision-recall curves of a multiclass task, per class or averaged.
 
@@ -699,6 +714,7 @@ class MulticlassPrecisionRecallCurve(_MulticlassCurve):
         return _averaged_curve(self, _pr, _binned_pr, descending=False)
 
 
+@positional("num_classes", "average", "thresholds", "ignore_index", "validate_args")
 class MulticlassAUROC(_MulticlassCurve):
     """One-vs-rest area under the ROC curve of a multiclass task, averaged over classes.
 
@@ -726,6 +742,7 @@ class MulticlassAUROC(_MulticlassCurve):
         return _average(_per_class(self, auroc=True), self.average, self._support())
 
 
+@positional("num_classes", "average", "thresholds", "ignore_index", "validate_args")
 class MulticlassAveragePrecision(_MulticlassCurve):
     """One-vs-rest average precision of a multiclass task, averaged over classes.
 
@@ -756,6 +773,7 @@ class MulticlassAveragePrecision(_MulticlassCurve):
 _MULTILABEL_AVERAGES = ("micro", "macro", "weighted", "none", None)
 
 
+@positional("num_labels", "thresholds", "ignore_index", "validate_args")
 class MultilabelROC(_MultilabelCurve):
     """ROC curve of every label of a multilabel task.
 
@@ -776,6 +794,7 @@ class MultilabelROC(_MultilabelCurve):
         return _class_curves(self, _roc, _binned_roc)
 
 
+@positional("num_labels", "thresholds", "ignore_index", "validate_args")
 class MultilabelPrecisionRecallCurve(_MultilabelCurve):
     """Precision-recall curve of every label of a multilabel task.
 
@@ -796,6 +815,7 @@ class MultilabelPrecisionRecallCurve(_MultilabelCurve):
         return _class_curves(self, _pr, _binned_pr)
 
 
+@positional("num_labels", "average", "thresholds", "ignore_index", "validate_args")
 class MultilabelAUROC(_MultilabelCurve):
     """Area under the ROC curve of a multilabel task, per label or averaged (``"micro"`` pools all labels).
 
@@ -825,6 +845,7 @@ class MultilabelAUROC(_MultilabelCurve):
         return _exact_auroc(scores.unsqueeze(1), positive.unsqueeze(1), None).reshape(())
 
 
+@positional("num_labels", "average", "thresholds", "ignore_index", "validate_args")
 class MultilabelAveragePrecision(_MultilabelCurve):
     """Average precision of a multilabel task, per label or averaged (``"micro"`` pools all labels).
 

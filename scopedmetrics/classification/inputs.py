@@ -4,8 +4,13 @@ Conventions follow TorchMetrics. ``preds`` holds either labels (an integer or
 bool tensor shaped like ``target``) or scores (a float tensor): probabilities,
 or logits when any value lies outside [0, 1], in which case a sigmoid (binary,
 multilabel) or a softmax over dim 1 (multiclass) is applied first. The choice
-between probabilities and logits is made per batch, on the whole batch.
-Extra dimensions ``...`` are flattened into the batch ("global" averaging).
+between probabilities and logits is made per batch: on the whole batch, or,
+where TorchMetrics drops ignored entries first (the binary confusion matrix
+and its scores, calibration, binary and multiclass curves), on the entries
+whose target is not ``ignore_index``. ``target`` holds integer labels, or floats
+that are whole numbers (``0.``/``1.``, class indices), as TorchMetrics takes
+them. Extra dimensions ``...`` are flattened into the batch ("global"
+averaging).
 
 Every formatter returns flat tensors plus a ``keep`` mask that is ``False``
 where ``target == ignore_index``; masking instead of filtering keeps shapes
@@ -133,8 +138,15 @@ def _tensor(owner: Any, arg: str, x: Any) -> None:
 
 
 def _labels(owner: Any, arg: str, x: torch.Tensor) -> None:
-    if x.is_floating_point():
-        raise input_error(owner, arg, f"must hold integer labels, got {x.dtype}", TypeError)
+    """Integer labels, or floats that are whole numbers (TorchMetrics takes ``0.``/``1.`` targets)."""
+    if not x.is_floating_point():
+        return
+    whole = (x == x.trunc()).all()  # NaN is no whole number
+    problem = f"must hold integer labels (whole numbers if float), got {x.dtype} with fractions or NaN"
+    if torch.compiler.is_compiling():
+        torch._assert_async(whole, str(input_error(owner, arg, problem, TypeError)))
+    elif not bool(whole):
+        raise input_error(owner, arg, problem, TypeError)
 
 
 def _scores(owner: Any, preds: torch.Tensor) -> None:
@@ -148,9 +160,10 @@ def _same_shape(owner: Any, preds: torch.Tensor, target: torch.Tensor) -> None:
         raise input_error(owner, "preds", f"has shape {shapes}; they must match")
 
 
-def _in_range(owner: Any, arg: str, x: torch.Tensor, high: int, ignore: int | None = None,
-              mask: torch.Tensor | None = None) -> None:
-    """Every value of ``x`` (where ``mask``) lies in [0, high], or equals ``ignore``.
+def _in_range(
+    owner: Any, arg: str, x: torch.Tensor, high: int | None, ignore: int | None = None, mask: torch.Tensor | None = None
+) -> None:
+    """Every value of ``x`` (where ``mask``) lies in [0, high] (``high=None``: is not negative), or equals ``ignore``.
 
     The common case costs one ``aminmax``: when the extremes are in range, or
     are ``ignore``, every value is; only a batch that fails that looks closer.
@@ -158,29 +171,29 @@ def _in_range(owner: Any, arg: str, x: torch.Tensor, high: int, ignore: int | No
     """
     if not torch.compiler.is_compiling() and _extremes_within(x, high, ignore):
         return
-    bad = (x < 0) | (x > high)
+    bad = x < 0 if high is None else (x < 0) | (x > high)
     if ignore is not None:
         bad &= x != ignore
     if mask is not None:
         bad &= mask
+    also = f" other than ignore_index={ignore}" if ignore is not None else ""
+    problem = "has negative values" if high is None else f"has values outside [0, {high}]"
     if torch.compiler.is_compiling():
-        also = f" other than ignore_index={ignore}" if ignore is not None else ""
-        torch._assert_async(~bad.any(), str(input_error(owner, arg, f"has values outside [0, {high}]{also}")))
+        torch._assert_async(~bad.any(), str(input_error(owner, arg, f"{problem}{also}")))
         return
     if bool(bad.any()):
         found = torch.unique(x[bad])[:5].tolist()
-        also = f" other than ignore_index={ignore}" if ignore is not None else ""
-        raise input_error(owner, arg, f"has values outside [0, {high}]{also}: {found}")
+        raise input_error(owner, arg, f"{problem}{also}: {found}")
 
 
-def _extremes_within(x: torch.Tensor, high: int, ignore: int | None) -> bool:
-    """A sufficient test that every value of ``x`` lies in [0, high] or equals ``ignore``."""
+def _extremes_within(x: torch.Tensor, high: int | None, ignore: int | None) -> bool:
+    """A sufficient test that every value of ``x`` lies in [0, high] (or is not negative) or equals ``ignore``."""
     if x.numel() == 0:
         return True
-    if ignore is not None and not 0 <= ignore <= high:
+    if ignore is not None and not (0 <= ignore and (high is None or ignore <= high)):
         x = x.masked_fill(x == ignore, 0)
     low, top = torch.aminmax(x)
-    return bool(low.item() >= 0 and top.item() <= high)
+    return bool(low.item() >= 0 and (high is None or top.item() <= high))
 
 
 def _no_nan(owner: Any, preds: torch.Tensor, finite: bool = False) -> None:
@@ -218,13 +231,13 @@ def _multiclass_checks(owner: Any, preds: Any, target: Any, scores_only: bool = 
     _tensor(owner, "preds", preds)
     _tensor(owner, "target", target)
     _labels(owner, "target", target)
-    c = owner.num_classes
+    c = owner.num_classes  # None (micro averages only): any number of classes
     if preds.is_floating_point():
         if preds.ndim < 2 or preds.shape[:1] + preds.shape[2:] != target.shape:
             shapes = f"got {tuple(preds.shape)} and {tuple(target.shape)}"
             problem = f"holds scores, so it must be (N, C, ...) for `target` of shape (N, ...); {shapes}"
             raise input_error(owner, "preds", problem)
-        if preds.shape[1] != c:
+        if c is not None and preds.shape[1] != c:
             problem = f"has {preds.shape[1]} scores in dim 1, expected num_classes={c}"
             raise input_error(owner, "preds", problem)
         _no_nan(owner, preds, finite=scores_only)
@@ -235,10 +248,11 @@ def _multiclass_checks(owner: Any, preds: Any, target: Any, scores_only: bool = 
         if getattr(owner, "top_k", 1) > 1:
             problem = f"holds labels, but top_k={owner.top_k} needs scores (N, C, ...)"
             raise input_error(owner, "preds", problem)
-    _in_range(owner, "target", target, c - 1, owner.ignore_index)
+    high = None if c is None else c - 1
+    _in_range(owner, "target", target, high, owner.ignore_index)
     if not preds.is_floating_point():
         keep = None if owner.ignore_index is None else target != owner.ignore_index
-        _in_range(owner, "preds", preds, c - 1, mask=keep)
+        _in_range(owner, "preds", preds, high, mask=keep)
 
 
 def _multilabel_checks(owner: Any, preds: Any, target: Any) -> None:
@@ -268,18 +282,32 @@ def _keep(owner: Any, target: torch.Tensor) -> torch.Tensor | None:
     return keep
 
 
-def _probabilities(preds: torch.Tensor, normalize: str, extremes: tuple[float, float] | None = None) -> torch.Tensor:
+def _probabilities(
+    preds: torch.Tensor,
+    normalize: str,
+    extremes: tuple[float, float] | None = None,
+    keep: torch.Tensor | None = None,
+) -> torch.Tensor:
     """``preds`` as probabilities: unchanged when all in [0, 1], else through sigmoid/softmax.
 
-    ``extremes``, when the caller already has them, are ``preds``' minimum and maximum.
+    ``keep`` (broadcastable to ``preds``), when given, limits that decision to
+    the kept entries: an ignored score outside [0, 1] does not make the batch
+    logits. ``extremes``, when the caller already has them, are the minimum
+    and maximum the decision reads.
+
+    Example:
+        >>> import torch
+        >>> _probabilities(torch.tensor([0.2, 3.0]), "sigmoid", keep=torch.tensor([True, False]))
+        tensor([0.2000, 3.0000])
     """
     if preds.numel() == 0:
         return preds
+    decided = preds if keep is None else preds.where(keep, 0.5)  # 0.5 is a probability: it decides nothing
     if torch.compiler.is_compiling():  # the same choice without a Python branch on the data
-        low_t, high_t = torch.aminmax(preds)
+        low_t, high_t = torch.aminmax(decided)
         scaled = preds.sigmoid() if normalize == "sigmoid" else preds.softmax(1)
         return torch.where((low_t >= 0) & (high_t <= 1), preds, scaled)
-    low, high = _extremes(preds) if extremes is None else extremes
+    low, high = _extremes(decided) if extremes is None else extremes
     if low >= 0 and high <= 1:  # NaN extremes fail both tests, as NaN scores fail the elementwise ones
         return preds
     return preds.sigmoid() if normalize == "sigmoid" else preds.softmax(1)
@@ -311,9 +339,9 @@ def finite_scores(owner: Any, preds: torch.Tensor) -> tuple[float, float] | None
     return low, high
 
 
-def _thresholded(owner: Any, preds: torch.Tensor) -> torch.Tensor:
+def _thresholded(owner: Any, preds: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
     if preds.is_floating_point():
-        above: torch.Tensor = _probabilities(preds, "sigmoid") > owner.threshold
+        above: torch.Tensor = _probabilities(preds, "sigmoid", keep=keep) > owner.threshold
         return above
     return preds.bool()
 
@@ -321,10 +349,12 @@ def _thresholded(owner: Any, preds: torch.Tensor) -> torch.Tensor:
 _Batch = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | None"]
 
 
-def binary_labels(owner: Any, preds: Any, target: Any) -> _Batch:
+def binary_labels(owner: Any, preds: Any, target: Any, kept_only: bool = False) -> _Batch:
     """Flat bool ``(preds, target, keep)`` of a binary batch; float preds are thresholded.
 
     ``keep`` is ``None`` without an ``ignore_index`` (every sample counts).
+    ``kept_only``: whether only the kept scores decide between probabilities and
+    logits (TorchMetrics' confusion matrices), not the whole batch (its stat scores).
 
     Example:
         >>> import torch
@@ -338,7 +368,7 @@ def binary_labels(owner: Any, preds: Any, target: Any) -> _Batch:
         _binary_checks(owner, preds, target)
     keep = _keep(owner, target)
     return (
-        _thresholded(owner, preds).reshape(-1),
+        _thresholded(owner, preds, keep if kept_only else None).reshape(-1),
         (target == 1).reshape(-1),
         None if keep is None else keep.reshape(-1),
     )
@@ -388,7 +418,7 @@ def multiclass_labels(owner: Any, preds: Any, target: Any) -> _Batch:
     keep = _keep(owner, t)
     if not preds.is_floating_point():
         return preds.reshape(-1).long(), t, keep
-    c = owner.num_classes
+    c = preds.shape[1]  # num_classes, or any number of classes when it is None
     scores = preds if preds.ndim == 2 else preds.movedim(1, -1).reshape(-1, c)
     k = getattr(owner, "top_k", 1)
     if k == 1:
@@ -410,7 +440,8 @@ def _argmax(scores: torch.Tensor) -> torch.Tensor:
 def binary_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
     """Flat ``(probability of the positive class, target is positive, keep)`` of a binary batch.
 
-    ``keep`` is ``None`` without an ``ignore_index``.
+    ``keep`` is ``None`` without an ``ignore_index``; only kept scores decide
+    between probabilities and logits, as TorchMetrics drops ignored entries first.
 
     Example:
         >>> import torch
@@ -422,7 +453,7 @@ def binary_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
         _binary_checks(owner, preds, target, scores_only=True)
     keep = _keep(owner, target)
     return (
-        _probabilities(preds, "sigmoid").reshape(-1),
+        _probabilities(preds, "sigmoid", keep=keep).reshape(-1),
         (target == 1).reshape(-1),
         None if keep is None else keep.reshape(-1),
     )
@@ -431,7 +462,8 @@ def binary_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
 def multiclass_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
     """Flat ``(top-1 probability, top-1 is the target, keep)`` of a multiclass batch.
 
-    ``keep`` is ``None`` without an ``ignore_index``.
+    ``keep`` is ``None`` without an ``ignore_index``; only kept rows decide
+    between probabilities and logits, as TorchMetrics drops ignored rows first.
 
     Example:
         >>> import torch
@@ -443,11 +475,11 @@ def multiclass_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
     if owner.validate_args:
         _multiclass_checks(owner, preds, target, scores_only=True)
     t = target.reshape(-1).long()
-    probs = _probabilities(preds, "softmax")
-    if probs.ndim != 2:
-        probs = probs.movedim(1, -1).reshape(-1, owner.num_classes)
+    keep = _keep(owner, t)
+    scores = preds if preds.ndim == 2 else preds.movedim(1, -1).reshape(-1, owner.num_classes)
+    probs = _probabilities(scores, "softmax", keep=None if keep is None else keep[:, None])
     conf, label = probs.max(1)
-    return conf, label == t, _keep(owner, t)
+    return conf, label == t, keep
 
 
 _ONES: dict[tuple[int, torch.dtype, torch.device], torch.Tensor] = {}

@@ -1,20 +1,20 @@
 """Stat-score metrics: true/false positive/negative counts, and the scores made of them.
 
-Names, arguments and input conventions follow TorchMetrics (``BinaryStatScores``,
-``MulticlassPrecision``, ...), with ``multidim_average="global"`` only. The state
-is int64 ``"sum"`` counts: ``tp``, ``fp``, ``tn``, ``fn`` (binary, and per label),
-or per class one ``(3, C)`` leaf of ``tp``, ``fp`` and support, so any split of the
-data reduces to the same counts. ``average`` and the other
-compute-only options (``beta``, ``zero_division``) live on the public classes,
-while the state and every option ``update`` reads live on the class that
-defines ``update``; a ``Collection`` of, say, precision, recall and F1 with the
-same input options therefore updates the counts once.
+Names, positional order, arguments and input conventions follow TorchMetrics
+(``BinaryStatScores``, ``MulticlassPrecision``, ...), with
+``multidim_average="global"`` only. The state is int64 ``"sum"`` counts:
+``tp``, ``fp``, ``tn``, ``fn`` (binary, and per label), or per class one
+``(3, C)`` leaf of ``tp``, ``fp`` and support, so any split of the data reduces
+to the same counts. ``average`` and the other compute-only options (``beta``,
+``zero_division``) only change ``compute``. Every class takes ``zero_division``,
+as in TorchMetrics, where only precision, recall, F-beta and F1 use it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from dataclasses import KW_ONLY
+from typing import Any, ClassVar, TypeVar
 
 import torch
 
@@ -33,6 +33,7 @@ from scopedmetrics.classification.inputs import (
     ones,
     tally,
 )
+from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import state, static
 
@@ -55,7 +56,23 @@ def safe_divide(num: torch.Tensor, den: torch.Tensor, zero_division: float = 0.0
 
 
 def _check_zero_division(m: Metric) -> None:
+    """Refuse a ``zero_division`` other than 0 or 1; store it as a float, so ``0`` and ``0.0`` configure alike."""
     check_one_of(m, "zero_division", (0, 1))
+    object.__setattr__(m, "zero_division", float(m.zero_division))  # type: ignore[attr-defined]
+
+
+def _check_multidim_average(m: Metric) -> None:
+    """Refuse a ``multidim_average`` other than ``"global"`` (no per-sample scores here)."""
+    if m.multidim_average != "global":  # type: ignore[attr-defined]
+        raise config_error(m, "multidim_average", "'global' (per-sample 'samplewise' scores are not supported)")
+
+
+def _check_common(m: Metric) -> None:
+    """The options every stat score takes besides the task's own."""
+    _check_multidim_average(m)
+    check_ignore_index(m)
+    check_bool(m, "validate_args")
+    _check_zero_division(m)
 
 
 def _check_beta(m: Any) -> None:
@@ -85,12 +102,14 @@ def _recall(zero_division: float) -> _Score:
     return lambda tp, fp, tn, fn: safe_divide(tp, tp + fn, zero_division)
 
 
-def _averaged(m: Any, score: _Score, multilabel: bool) -> torch.Tensor:
+def _averaged(m: Any, score: _Score, multilabel: bool, top_k_support: bool = False) -> torch.Tensor:
     """``score`` of the per-class counts of ``m``, averaged as ``m.average`` says.
 
     ``micro`` scores the summed counts; ``macro`` averages the per-class
     scores, leaving out (multiclass only) classes that were neither predicted
     nor present, as scikit-learn does; ``weighted`` weights them by support.
+    ``top_k_support``: with ``top_k > 1``, ``macro`` leaves out the classes
+    without support instead (TorchMetrics' rule for accuracy, precision, recall).
     """
     tp, fp, tn, fn = m.tp, m.fp, m.tn, m.fn
     if m.average == "micro":
@@ -102,6 +121,8 @@ def _averaged(m: Any, score: _Score, multilabel: bool) -> torch.Tensor:
         weights = (tp + fn).float()
     elif multilabel:
         weights = torch.ones_like(per_class)
+    elif top_k_support and m.top_k > 1:
+        weights = (tp + fn != 0).float()
     else:
         weights = (tp + fp + fn != 0).float()
     return safe_divide((weights * per_class).sum(), weights.sum())
@@ -125,9 +146,16 @@ def _zeros(m: Metric, size: int) -> None:
         object.__setattr__(m, name, torch.zeros(size, dtype=torch.long))
 
 
+# TorchMetrics' positional orders (1.9); F1 and F-beta add ``zero_division``, F-beta starts with ``beta``.
+_BINARY = ("threshold", "multidim_average", "ignore_index", "validate_args")
+_MULTICLASS = ("num_classes", "top_k", "average", "multidim_average", "ignore_index", "validate_args")
+_MULTILABEL = ("num_labels", "threshold", "average", "multidim_average", "ignore_index", "validate_args")
+
+
 # -- binary ------------------------------------------------------------------
 
 
+@positional(*_BINARY)
 class BinaryStatScores(Metric):
     """Counts ``[tp, fp, tn, fn, support]`` of a binary task.
 
@@ -146,13 +174,14 @@ class BinaryStatScores(Metric):
     tn: torch.Tensor = state("sum", default=0)
     fn: torch.Tensor = state("sum", default=0)
     threshold: float = static(default=0.5)
+    multidim_average: str = static(default="global")
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
+    zero_division: float = static(default=0.0)
 
     def __post_init__(self) -> None:
         check_threshold(self)
-        check_ignore_index(self)
-        check_bool(self, "validate_args")
+        _check_common(self)
 
     def update(self: _M, preds: torch.Tensor, target: torch.Tensor) -> _M:
         """Fold in a batch: ``preds`` and ``target`` of the same shape ``(N, ...)``."""
@@ -168,6 +197,7 @@ class BinaryStatScores(Metric):
         return torch.stack([self.tp, self.fp, self.tn, self.fn, self.tp + self.fn])
 
 
+@positional(*_BINARY)
 class BinaryAccuracy(BinaryStatScores):
     """Accuracy of a binary task: ``(tp + tn) / (tp + fp + tn + fn)``.
 
@@ -182,6 +212,7 @@ class BinaryAccuracy(BinaryStatScores):
         return _accuracy(self.tp, self.fp, self.tn, self.fn)
 
 
+@positional(*_BINARY)
 class BinaryPrecision(BinaryStatScores):
     """Precision of a binary task: ``tp / (tp + fp)``, ``zero_division`` when nothing is predicted positive.
 
@@ -192,16 +223,11 @@ class BinaryPrecision(BinaryStatScores):
         tensor(0.6667)
     """
 
-    zero_division: float = static(default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_zero_division(self)
-
     def compute(self) -> torch.Tensor:
         return _precision(self.zero_division)(self.tp, self.fp, self.tn, self.fn)
 
 
+@positional(*_BINARY)
 class BinaryRecall(BinaryStatScores):
     """Recall (sensitivity) of a binary task: ``tp / (tp + fn)``, ``zero_division`` without positives.
 
@@ -212,39 +238,34 @@ class BinaryRecall(BinaryStatScores):
         tensor(0.5000)
     """
 
-    zero_division: float = static(default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_zero_division(self)
-
     def compute(self) -> torch.Tensor:
         return _recall(self.zero_division)(self.tp, self.fp, self.tn, self.fn)
 
 
+@positional("beta", *_BINARY, "zero_division")
 class BinaryFBetaScore(BinaryStatScores):
-    """F-beta score of a binary task: ``(1 + b²) tp / ((1 + b²) tp + b² fn + fp)``.
+    """F-beta score of a binary task: ``(1 + b²) tp / ((1 + b²) tp + b² fn + fp)``; ``beta`` comes first.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryFBetaScore
-        >>> m = BinaryFBetaScore(beta=2.0).update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1]))
+        >>> m = BinaryFBetaScore(2.0).update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1]))
         >>> m.compute()
         tensor(0.9091)
     """
 
-    beta: float = static(default=1.0)
-    zero_division: float = static(default=0.0)
+    _: KW_ONLY
+    beta: float = static()  # required, as in TorchMetrics
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_beta(self)
-        _check_zero_division(self)
 
     def compute(self) -> torch.Tensor:
         return _fbeta(self.beta, self.zero_division)(self.tp, self.fp, self.tn, self.fn)
 
 
+@positional(*_BINARY, "zero_division")
 class BinaryF1Score(BinaryStatScores):
     """F1 score of a binary task: the harmonic mean of precision and recall.
 
@@ -255,18 +276,13 @@ class BinaryF1Score(BinaryStatScores):
         tensor(0.8000)
     """
 
-    zero_division: float = static(default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_zero_division(self)
-
     def compute(self) -> torch.Tensor:
         return _fbeta(1.0, self.zero_division)(self.tp, self.fp, self.tn, self.fn)
 
 
+@positional(*_BINARY)
 class BinarySpecificity(BinaryStatScores):
-    """Specificity of a binary task: ``tn / (tn + fp)``.
+    """Specificity of a binary task: ``tn / (tn + fp)`` (0 without negatives; ``zero_division`` is unused).
 
     Example:
         >>> import torch
@@ -285,28 +301,35 @@ class BinarySpecificity(BinaryStatScores):
 class _MulticlassCounts(Metric):
     """Per-class counts of a multiclass task: the state, and the options ``update`` reads.
 
-    Every public multiclass stat-score metric inherits ``update`` from here, so
-    metrics differing only in ``average``, ``beta`` or ``zero_division`` share it.
+    Every public multiclass stat-score metric inherits ``update`` from here.
     The state is one ``(3, C)`` int64 ``counts``: per class ``tp``, ``fp`` and
     the support (``tp + fn``); ``fn`` and ``tn`` follow from them, since every
     sample has exactly one target. One leaf instead of four is what keeps
-    a small-batch update to a few tensor ops.
+    a small-batch update to a few tensor ops. With ``num_classes=None``
+    (micro averages only) ``counts`` is ``(3, 1)``: the hits, the misses and
+    the samples, summed over whatever classes the data holds.
     """
 
-    num_classes: int = static()
+    num_classes: int | None = static(default=None)
     top_k: int = static(default=1)
+    multidim_average: str = static(default="global")
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
+    zero_division: float = static(default=0.0)
     counts: torch.Tensor = state("sum", default=0)  # shaped (3, C) in __post_init__
 
     def __post_init__(self) -> None:
-        check_int(self, "num_classes", 2)
         check_int(self, "top_k", 1)
-        if self.top_k > self.num_classes:
-            raise config_error(self, "top_k", f"<= num_classes={self.num_classes}")
-        check_ignore_index(self)
-        check_bool(self, "validate_args")
-        object.__setattr__(self, "counts", torch.zeros(3, self.num_classes, dtype=torch.long))
+        if self.num_classes is None:
+            if self.top_k > 1:
+                raise config_error(self, "top_k", "1 when num_classes is None")
+        else:
+            check_int(self, "num_classes", 2)
+            if self.top_k > self.num_classes:
+                raise config_error(self, "top_k", f"<= num_classes={self.num_classes}")
+        _check_common(self)
+        width = 1 if self.num_classes is None else self.num_classes
+        object.__setattr__(self, "counts", torch.zeros(3, width, dtype=torch.long))
 
     def update(self: _M, preds: torch.Tensor, target: torch.Tensor) -> _M:
         """Fold in a batch: ``target`` labels ``(N, ...)``, ``preds`` labels or scores ``(N, C, ...)``.
@@ -315,6 +338,8 @@ class _MulticlassCounts(Metric):
         """
         c = self.num_classes  # type: ignore[attr-defined]
         p, t, keep = multiclass_labels(self, preds, target)
+        if c is None:
+            return self.replace(counts=_micro_counts(self.counts, p, t, keep))  # type: ignore[attr-defined]
         try:
             counts = _class_counts(self.counts, p, t, keep, c)  # type: ignore[attr-defined]
         except IndexError:  # only reachable with validate_args=False
@@ -343,8 +368,26 @@ class _MulticlassCounts(Metric):
         return support.sum() - support - self.counts[1]
 
 
+def _micro_counts(counts: torch.Tensor, p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """``(3, 1)`` counts (hits, misses, samples) plus those of a batch of labels, for ``num_classes=None``.
+
+    Example:
+        >>> import torch
+        >>> _micro_counts(torch.zeros(3, 1, dtype=torch.long), torch.tensor([7, 1, 0]), torch.tensor([7, 2, 0]), None)
+        tensor([[2],
+                [1],
+                [3]])
+    """
+    hits, misses = bincount((p != t).long(), 2, keep).unbind(0)
+    return counts + torch.stack([hits, misses, hits + misses]).view(3, 1)
+
+
 def _class_counts(
-    counts: torch.Tensor, p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None, c: int,
+    counts: torch.Tensor,
+    p: torch.Tensor,
+    t: torch.Tensor,
+    keep: torch.Tensor | None,
+    c: int,
     index_add: bool | None = None,
 ) -> torch.Tensor:
     """``counts`` (rows: tp, fp, support) plus those of a batch of labels.
@@ -385,6 +428,7 @@ def _class_counts(
     return new
 
 
+@positional(*_MULTICLASS)
 class MulticlassStatScores(_MulticlassCounts):
     """Counts ``[tp, fp, tn, fn, support]`` per class, averaged over classes as ``average`` says.
 
@@ -393,7 +437,7 @@ class MulticlassStatScores(_MulticlassCounts):
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassStatScores
-        >>> m = MulticlassStatScores(num_classes=3, average="none")
+        >>> m = MulticlassStatScores(3, average="none")
         >>> m.update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])).compute()
         tensor([[1, 0, 2, 1, 2],
                 [1, 1, 2, 0, 1],
@@ -402,124 +446,133 @@ class MulticlassStatScores(_MulticlassCounts):
 
     average: str | None = static(default="macro")
 
+    # Whether num_classes=None (with average="micro") gives the value: not when it needs true negatives.
+    _micro_without_classes: ClassVar[bool] = False
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_one_of(self, "average", AVERAGES)
+        if self.num_classes is None and not self._micro_without_classes:
+            raise config_error(self, "num_classes", "an integer >= 2 (true negatives need the number of classes)")
+        if self.num_classes is None and self.average != "micro":
+            raise config_error(self, "num_classes", "an integer >= 2 unless average='micro'")
 
     def compute(self) -> torch.Tensor:
         return _stack(self)
 
 
+@positional(*_MULTICLASS)
 class MulticlassAccuracy(MulticlassStatScores):
     """Accuracy of a multiclass task: per class ``tp / (tp + fn)``; ``micro`` is the fraction correct.
 
     With ``top_k > 1`` a sample counts as correct when its target is among the ``top_k`` scores.
+    ``num_classes=None`` works with ``average="micro"``, as in TorchMetrics.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassAccuracy
-        >>> m = MulticlassAccuracy(num_classes=3, average="micro")
-        >>> m.update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])).compute()
+        >>> preds, target = torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])
+        >>> MulticlassAccuracy(3, average="micro").update(preds, target).compute()
+        tensor(0.7500)
+        >>> MulticlassAccuracy(3, 1, None).update(preds, target).compute()   # average=None: per class
+        tensor([0.5000, 1.0000, 1.0000])
+        >>> MulticlassAccuracy(average="micro").update(preds, target).compute()
         tensor(0.7500)
     """
 
+    _micro_without_classes = True
+
     def compute(self) -> torch.Tensor:
-        return _averaged(self, _recall(0.0), multilabel=False)
+        return _averaged(self, _recall(0.0), multilabel=False, top_k_support=True)
 
 
+@positional(*_MULTICLASS)
 class MulticlassPrecision(MulticlassStatScores):
     """Precision of a multiclass task, per class ``tp / (tp + fp)``, averaged as ``average`` says.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassPrecision
-        >>> m = MulticlassPrecision(num_classes=3, average="none")
+        >>> m = MulticlassPrecision(3, average="none")
         >>> m.update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])).compute()
         tensor([1.0000, 0.5000, 1.0000])
     """
 
-    zero_division: float = static(default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_zero_division(self)
+    _micro_without_classes = True
 
     def compute(self) -> torch.Tensor:
-        return _averaged(self, _precision(self.zero_division), multilabel=False)
+        return _averaged(self, _precision(self.zero_division), multilabel=False, top_k_support=True)
 
 
+@positional(*_MULTICLASS)
 class MulticlassRecall(MulticlassStatScores):
     """Recall of a multiclass task, per class ``tp / (tp + fn)``, averaged as ``average`` says.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassRecall
-        >>> m = MulticlassRecall(num_classes=3)
+        >>> m = MulticlassRecall(3)
         >>> m.update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])).compute()
         tensor(0.8333)
     """
 
-    zero_division: float = static(default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_zero_division(self)
+    _micro_without_classes = True
 
     def compute(self) -> torch.Tensor:
-        return _averaged(self, _recall(self.zero_division), multilabel=False)
+        return _averaged(self, _recall(self.zero_division), multilabel=False, top_k_support=True)
 
 
+@positional("beta", *_MULTICLASS, "zero_division")
 class MulticlassFBetaScore(MulticlassStatScores):
-    """F-beta score of a multiclass task, per class, averaged as ``average`` says.
+    """F-beta score of a multiclass task, per class, averaged as ``average`` says; ``beta`` comes first.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassFBetaScore
-        >>> m = MulticlassFBetaScore(num_classes=3, beta=2.0)
+        >>> m = MulticlassFBetaScore(2.0, 3)
         >>> m.update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])).compute()
         tensor(0.7963)
     """
 
-    beta: float = static(default=1.0)
-    zero_division: float = static(default=0.0)
+    _: KW_ONLY
+    beta: float = static()  # required, as in TorchMetrics
+
+    _micro_without_classes = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_beta(self)
-        _check_zero_division(self)
 
     def compute(self) -> torch.Tensor:
         return _averaged(self, _fbeta(self.beta, self.zero_division), multilabel=False)
 
 
+@positional(*_MULTICLASS, "zero_division")
 class MulticlassF1Score(MulticlassStatScores):
     """F1 score of a multiclass task, per class, averaged as ``average`` says.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassF1Score
-        >>> m = MulticlassF1Score(num_classes=3)
+        >>> m = MulticlassF1Score(3)
         >>> m.update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])).compute()
         tensor(0.7778)
     """
 
-    zero_division: float = static(default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_zero_division(self)
+    _micro_without_classes = True
 
     def compute(self) -> torch.Tensor:
         return _averaged(self, _fbeta(1.0, self.zero_division), multilabel=False)
 
 
+@positional(*_MULTICLASS)
 class MulticlassSpecificity(MulticlassStatScores):
     """Specificity of a multiclass task, per class ``tn / (tn + fp)``, averaged as ``average`` says.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassSpecificity
-        >>> m = MulticlassSpecificity(num_classes=3, average="none")
+        >>> m = MulticlassSpecificity(3, average="none")
         >>> m.update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])).compute()
         tensor([1.0000, 0.6667, 1.0000])
     """
@@ -534,14 +587,15 @@ class MulticlassSpecificity(MulticlassStatScores):
 class _MultilabelCounts(Metric):
     """Per-label counts of a multilabel task: the state, and the options ``update`` reads.
 
-    Every public multilabel stat-score metric inherits ``update`` from here, so
-    metrics differing only in ``average``, ``beta`` or ``zero_division`` share it.
+    Every public multilabel stat-score metric inherits ``update`` from here.
     """
 
     num_labels: int = static()
     threshold: float = static(default=0.5)
+    multidim_average: str = static(default="global")
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
+    zero_division: float = static(default=0.0)
     tp: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
     fp: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
     tn: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
@@ -550,8 +604,7 @@ class _MultilabelCounts(Metric):
     def __post_init__(self) -> None:
         check_int(self, "num_labels", 2)
         check_threshold(self)
-        check_ignore_index(self)
-        check_bool(self, "validate_args")
+        _check_common(self)
         _zeros(self, self.num_labels)
 
     def update(self: _M, preds: torch.Tensor, target: torch.Tensor) -> _M:
@@ -566,13 +619,14 @@ class _MultilabelCounts(Metric):
         )
 
 
+@positional(*_MULTILABEL)
 class MultilabelStatScores(_MultilabelCounts):
     """Counts ``[tp, fp, tn, fn, support]`` per label, averaged over labels as ``average`` says.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelStatScores
-        >>> m = MultilabelStatScores(num_labels=3, average="none")
+        >>> m = MultilabelStatScores(3, average="none")
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
         >>> m.update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
         tensor([[1, 0, 1, 0, 1],
@@ -590,6 +644,7 @@ class MultilabelStatScores(_MultilabelCounts):
         return _stack(self)
 
 
+@positional(*_MULTILABEL)
 class MultilabelAccuracy(MultilabelStatScores):
     """Accuracy of a multilabel task, per label ``(tp + tn) / all``, averaged as ``average`` says.
 
@@ -597,7 +652,7 @@ class MultilabelAccuracy(MultilabelStatScores):
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelAccuracy
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
-        >>> MultilabelAccuracy(num_labels=3).update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
+        >>> MultilabelAccuracy(3).update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
         tensor(0.6667)
     """
 
@@ -605,6 +660,7 @@ class MultilabelAccuracy(MultilabelStatScores):
         return _averaged(self, _accuracy, multilabel=True)
 
 
+@positional(*_MULTILABEL)
 class MultilabelPrecision(MultilabelStatScores):
     """Precision of a multilabel task, per label ``tp / (tp + fp)``, averaged as ``average`` says.
 
@@ -612,20 +668,15 @@ class MultilabelPrecision(MultilabelStatScores):
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelPrecision
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
-        >>> MultilabelPrecision(num_labels=3).update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
+        >>> MultilabelPrecision(3).update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
         tensor(0.6667)
     """
-
-    zero_division: float = static(default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_zero_division(self)
 
     def compute(self) -> torch.Tensor:
         return _averaged(self, _precision(self.zero_division), multilabel=True)
 
 
+@positional(*_MULTILABEL)
 class MultilabelRecall(MultilabelStatScores):
     """Recall of a multilabel task, per label ``tp / (tp + fn)``, averaged as ``average`` says.
 
@@ -633,45 +684,40 @@ class MultilabelRecall(MultilabelStatScores):
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelRecall
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
-        >>> m = MultilabelRecall(num_labels=3, average="micro")
+        >>> m = MultilabelRecall(3, average="micro")
         >>> m.update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
         tensor(0.6667)
     """
-
-    zero_division: float = static(default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_zero_division(self)
 
     def compute(self) -> torch.Tensor:
         return _averaged(self, _recall(self.zero_division), multilabel=True)
 
 
+@positional("beta", *_MULTILABEL, "zero_division")
 class MultilabelFBetaScore(MultilabelStatScores):
-    """F-beta score of a multilabel task, per label, averaged as ``average`` says.
+    """F-beta score of a multilabel task, per label, averaged as ``average`` says; ``beta`` comes first.
 
     Example:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelFBetaScore
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
-        >>> m = MultilabelFBetaScore(num_labels=3, beta=0.5, average="none")
+        >>> m = MultilabelFBetaScore(0.5, 3, average="none")
         >>> m.update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
         tensor([1., 1., 0.])
     """
 
-    beta: float = static(default=1.0)
-    zero_division: float = static(default=0.0)
+    _: KW_ONLY
+    beta: float = static()  # required, as in TorchMetrics
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_beta(self)
-        _check_zero_division(self)
 
     def compute(self) -> torch.Tensor:
         return _averaged(self, _fbeta(self.beta, self.zero_division), multilabel=True)
 
 
+@positional(*_MULTILABEL, "zero_division")
 class MultilabelF1Score(MultilabelStatScores):
     """F1 score of a multilabel task, per label, averaged as ``average`` says.
 
@@ -679,20 +725,15 @@ class MultilabelF1Score(MultilabelStatScores):
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelF1Score
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
-        >>> MultilabelF1Score(num_labels=3).update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
+        >>> MultilabelF1Score(3).update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
         tensor(0.6667)
     """
-
-    zero_division: float = static(default=0.0)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_zero_division(self)
 
     def compute(self) -> torch.Tensor:
         return _averaged(self, _fbeta(1.0, self.zero_division), multilabel=True)
 
 
+@positional(*_MULTILABEL)
 class MultilabelSpecificity(MultilabelStatScores):
     """Specificity of a multilabel task, per label ``tn / (tn + fp)``, averaged as ``average`` says.
 
@@ -700,7 +741,7 @@ class MultilabelSpecificity(MultilabelStatScores):
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelSpecificity
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
-        >>> MultilabelSpecificity(num_labels=3).update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
+        >>> MultilabelSpecificity(3).update(preds, torch.tensor([[1, 0, 0], [0, 1, 1]])).compute()
         tensor(0.6667)
     """
 
