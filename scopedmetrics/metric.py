@@ -31,6 +31,7 @@ def _is_metric(x: Any) -> bool:
     return getattr(type(x), "_is_metric", False)
 
 
+_set_grad = torch._C._set_grad_enabled
 _NESTING = threading.local()  # depth of compute calls in this thread: only the outermost warns
 
 
@@ -79,10 +80,13 @@ def _folding(update: Callable[..., Any], own_mask: bool) -> Callable[..., Any]:
                 if not bool(keep.any()):
                     return self  # nothing kept: exactly as if the batch had never been passed
                 args, kwargs = _masked(self, keep, args, kwargs)
-        if torch.is_grad_enabled():  # states never hold autograd history
-            with torch.no_grad():
-                return update(self, *args, **kwargs)
-        return update(self, *args, **kwargs)
+        if not torch.is_grad_enabled():
+            return update(self, *args, **kwargs)
+        _set_grad(False)  # states never hold autograd history (a bare switch: no_grad()'s object costs ~1 µs)
+        try:
+            return update(self, *args, **kwargs)
+        finally:
+            _set_grad(True)
 
     return wrapper
 
@@ -198,7 +202,7 @@ class Metric:
         if not cls._custom_tree:
             _make_dataclass(cls)
         else:
-            cls._layout = Layout((), (), {}, (), cls.merge is not Metric.merge)
+            cls._layout = Layout.of({}, (), (), cls.merge is not Metric.merge)
         register: Any = optree.register_pytree_node  # its stub types nodes as optree's own Collection
         register(cls, _flatten, cls._tree_unflatten, path_entry_type=optree.GetAttrEntry, namespace=NAMESPACE)
         # torch.load's default (weights_only=True) unpickles only allowlisted classes: a metric is plain data
@@ -520,16 +524,19 @@ class Layout:
     ops: Mapping[str, str | None]
     init_statics: tuple[str, ...]  # the statics the constructor takes, for reset
     whole_merge: bool
+    names: frozenset[str]  # every field name, for replace
+    cat: tuple[str, ...]  # the cat states, for append
 
-    @functools.cached_property
-    def names(self) -> frozenset[str]:
-        """Every field name, for ``replace``."""
-        return frozenset((*self.states, *self.statics))
+    @classmethod
+    def of(
+        cls, ops: Mapping[str, str | None], statics: tuple[str, ...], init: tuple[str, ...], whole_merge: bool
+    ) -> Layout:
+        """The layout of states ``ops`` (name to op, in order) and ``statics``; the derived fields filled in.
 
-    @functools.cached_property
-    def cat(self) -> tuple[str, ...]:
-        """The ``cat`` states, for ``append``."""
-        return tuple(n for n in self.states if self.ops[n] == "cat")
+        Plain fields, not cached properties: those take a lock, which ``torch.compile`` cannot trace.
+        """
+        cat = tuple(n for n, op in ops.items() if op == "cat")
+        return cls(tuple(ops), statics, ops, init, whole_merge, frozenset((*ops, *statics)), cat)
 
 
 def _make_dataclass(cls: type[Metric]) -> None:
@@ -541,7 +548,7 @@ def _make_dataclass(cls: type[Metric]) -> None:
     statics = tuple(n for n in specs if n not in ops)
     whole_merge = cls.merge is not Metric.merge
     init = tuple(f.name for f in fields if f.init and f.name in statics)
-    cls._layout = Layout(tuple(ops), statics, ops, init, whole_merge)
+    cls._layout = Layout.of(ops, statics, init, whole_merge)
     cls.__init__ = _checking_config(cls.__init__)  # type: ignore[method-assign]
     no_op = [f.name for f in fields if f.name in ops and ops[f.name] is None and not _holds_metrics(f)]
     if no_op and not whole_merge:
