@@ -1,0 +1,58 @@
+"""_checks: one exception type per mistake, messages naming the metric and the argument."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import scopedmetrics as sm
+from scopedmetrics import _checks
+
+
+class Probe(sm.Metric):
+    num_classes: object = sm.static(default=3)
+    average: object = sm.static(default="macro")
+    flag: object = sm.static(default=True)
+    beta: object = sm.static(default=1.0)
+
+
+@pytest.mark.parametrize(
+    ("config", "check", "error", "needle"),
+    [
+        ({"num_classes": "3"}, lambda m: _checks.check_int(m, "num_classes", 1), TypeError, "must be an int"),
+        ({"num_classes": True}, lambda m: _checks.check_int(m, "num_classes", 1), TypeError, "must be an int"),
+        ({"num_classes": 0}, lambda m: _checks.check_int(m, "num_classes", 1), ValueError, "must be at least 1"),
+        ({"average": "mean"}, lambda m: _checks.check_choice(m, "average", ("macro", "micro")), ValueError, "must be one of"),
+        ({"flag": 1}, lambda m: _checks.check_bool(m, "flag"), TypeError, "must be a bool"),
+        ({"beta": -1.0}, lambda m: _checks.check_number(m, "beta", 0.0), ValueError, "must lie in"),
+        ({"beta": "1"}, lambda m: _checks.check_number(m, "beta", 0.0), TypeError, "must be a number"),
+    ],
+)
+def test_configuration_mistakes(config: dict[str, object], check: object, error: type, needle: str) -> None:
+    m = Probe(**config)
+    with pytest.raises(error, match=f"Probe: argument `{next(iter(config))}` {needle}"):
+        check(m)  # type: ignore[operator]
+
+
+def test_batch_mistakes() -> None:
+    m = Probe()
+    with pytest.raises(TypeError, match="Probe.update: argument `preds` must be a tensor, got list"):
+        _checks.tensor(m, "preds", [1.0])
+    with pytest.raises(TypeError, match="must be real"):
+        _checks.tensor(m, "preds", torch.ones(2, dtype=torch.complex64))
+    with pytest.raises(ValueError, match="`preds` and `target` must have the same shape, got \\(2,\\) and \\(3,\\)"):
+        _checks.same_shape(m, "preds", torch.ones(2), "target", torch.ones(3))
+    with pytest.raises(ValueError, match="`preds` must be finite"):
+        _checks.finite(m, "preds", torch.tensor([1.0, float("nan")]))
+    with pytest.raises(ValueError, match=r"labels in \[0, 3\) or the ignore_index -1, got values in \[0, 5\]"):
+        _checks.labels(m, "target", torch.tensor([0, 5, -1]), high=3, ignore=-1)
+    with pytest.raises(ValueError, match="whole numbers if float"):
+        _checks.labels(m, "target", torch.tensor([0.5]))
+    with pytest.raises(TypeError, match="integer labels, got torch.bool"):
+        _checks.labels(m, "target", torch.tensor([True]))
+    _checks.labels(m, "target", torch.tensor([0.0, 2.0, -1.0]), high=3, ignore=-1)  # whole floats are labels
+    assert _checks.strings(m, "preds", ("a b", "c")) == ["a b", "c"]
+    with pytest.raises(TypeError, match="a string or a sequence of strings, got list"):
+        _checks.strings(m, "preds", ["a", 1])
+    with pytest.raises(ValueError, match="must hold as many items, got 2 and 1"):
+        _checks.same_length(m, "preds", ["a", "b"], "target", ["a"])
