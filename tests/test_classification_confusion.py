@@ -510,7 +510,7 @@ BAD_CONFIGS = [
     ),
     (
         lambda: BinaryCalibrationError(n_bins=0),
-        "BinaryCalibrationError: argument `n_bins` must be an integer >= 1",
+        "BinaryCalibrationError: argument `n_bins` must be at least 1",
     ),
     (
         lambda: MulticlassCalibrationError(num_classes=3, norm="l3"),

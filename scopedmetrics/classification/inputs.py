@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from scopedmetrics import _checks
+
 
 def config_error(owner: Any, arg: str, expected: str) -> ValueError:
     """Build the error for a bad option, naming the metric, the argument, what it must be and what it is.
@@ -54,18 +56,16 @@ def input_error(owner: Any, arg: str, problem: str, kind: type[Exception] = Valu
 
 
 def check_int(owner: Any, arg: str, minimum: int) -> None:
-    """Refuse a static field that is not an integer ``>= minimum``.
+    """Refuse a static field that is not an integer ``>= minimum`` (``_checks.check_int``).
 
     Example:
         >>> from scopedmetrics.classification import MulticlassAccuracy
         >>> MulticlassAccuracy(num_classes=1)
         Traceback (most recent call last):
         ...
-        ValueError: MulticlassAccuracy: argument `num_classes` must be an integer >= 2, got 1
+        ValueError: MulticlassAccuracy: argument `num_classes` must be at least 2, got 1
     """
-    value = getattr(owner, arg)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise config_error(owner, arg, f"an integer >= {minimum}")
+    _checks.check_int(owner, arg, minimum)
 
 
 def check_one_of(owner: Any, arg: str, allowed: Sequence[Any]) -> None:
@@ -79,8 +79,11 @@ def check_one_of(owner: Any, arg: str, allowed: Sequence[Any]) -> None:
         ValueError: BinaryCalibrationError: argument `norm` must be one of ('l1', 'l2', 'max'), got 'l3'
     """
     value = getattr(owner, arg)
-    if isinstance(value, (bool, torch.Tensor)) or value not in allowed:
+    if isinstance(value, torch.Tensor):
+        raise TypeError(f"{type(owner).__name__}: argument `{arg}` must be one of {tuple(allowed)}, got a tensor")
+    if isinstance(value, bool) and not any(a is value for a in allowed):
         raise config_error(owner, arg, f"one of {tuple(allowed)}")
+    _checks.check_choice(owner, arg, allowed)
 
 
 def check_threshold(owner: Any) -> None:
@@ -91,11 +94,9 @@ def check_threshold(owner: Any) -> None:
         >>> BinaryRecall(threshold=2.0)
         Traceback (most recent call last):
         ...
-        ValueError: BinaryRecall: argument `threshold` must be a number in [0, 1], got 2.0
+        ValueError: BinaryRecall: argument `threshold` must lie in [0, 1], got 2.0
     """
-    t = owner.threshold
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 1:
-        raise config_error(owner, "threshold", "a number in [0, 1]")
+    _checks.check_number(owner, "threshold", 0, 1)
 
 
 def check_ignore_index(owner: Any) -> None:
@@ -106,11 +107,9 @@ def check_ignore_index(owner: Any) -> None:
         >>> BinaryAccuracy(ignore_index=0.5)
         Traceback (most recent call last):
         ...
-        ValueError: BinaryAccuracy: argument `ignore_index` must be None or an integer, got 0.5
+        TypeError: BinaryAccuracy: argument `ignore_index` must be an int, got 0.5
     """
-    i = owner.ignore_index
-    if i is not None and (isinstance(i, bool) or not isinstance(i, int)):
-        raise config_error(owner, "ignore_index", "None or an integer")
+    _checks.check_int(owner, "ignore_index", optional=True)
 
 
 def check_bool(owner: Any, arg: str) -> None:
@@ -121,10 +120,9 @@ def check_bool(owner: Any, arg: str) -> None:
         >>> BinaryAccuracy(validate_args="yes")
         Traceback (most recent call last):
         ...
-        ValueError: BinaryAccuracy: argument `validate_args` must be a bool, got 'yes'
+        TypeError: BinaryAccuracy: argument `validate_args` must be a bool, got 'yes'
     """
-    if not isinstance(getattr(owner, arg), bool):
-        raise config_error(owner, arg, "a bool")
+    _checks.check_bool(owner, arg)
 
 
 # -- tensor checks -----------------------------------------------------------

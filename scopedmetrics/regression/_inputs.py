@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import torch
 
+from scopedmetrics import _checks
 from scopedmetrics.metric import Metric
 
 Layout = Literal["flat", "outputs", "rows"]
@@ -21,39 +22,17 @@ Layout = Literal["flat", "outputs", "rows"]
 
 def where(owner: Metric) -> str:
     """Name where an ``update`` error comes from: ``"MeanSquaredError.update"``."""
-    return f"{type(owner).__name__}.update"
+    return _checks.where(owner)
 
 
 def check_positive_int(owner: Metric, name: str) -> None:
-    """Refuse a configuration value that is not a positive ``int``."""
-    value = getattr(owner, name)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{type(owner).__name__}: argument `{name}` must be an int, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{type(owner).__name__}: argument `{name}` must be at least 1, got {value!r}")
+    """Refuse a configuration value that is not a positive ``int`` (``_checks.check_int``)."""
+    _checks.check_int(owner, name, 1)
 
 
-def check_bool(owner: Metric, name: str) -> None:
-    """Refuse a configuration value that is not a ``bool``."""
-    value = getattr(owner, name)
-    if not isinstance(value, bool):
-        raise TypeError(f"{type(owner).__name__}: argument `{name}` must be a bool, got {value!r}")
-
-
-def check_choice(owner: Metric, name: str, choices: tuple[str, ...]) -> None:
-    """Refuse a configuration value that is not one of ``choices``."""
-    value = getattr(owner, name)
-    if value not in choices:
-        raise ValueError(f"{type(owner).__name__}: argument `{name}` must be one of {choices}, got {value!r}")
-
-
-def tensor_arg(owner: Metric, name: str, value: Any) -> torch.Tensor:
-    """``value`` itself, refused unless it is a real (non-complex) tensor."""
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{where(owner)}: argument `{name}` must be a tensor, got {type(value).__name__}")
-    if value.is_complex():
-        raise TypeError(f"{where(owner)}: argument `{name}` must be real, got {value.dtype}")
-    return value
+check_bool = _checks.check_bool
+check_choice = _checks.check_choice
+tensor_arg = _checks.tensor
 
 
 def check_finite(owner: Metric, name: str, x: torch.Tensor) -> None:
