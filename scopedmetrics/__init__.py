@@ -6,6 +6,7 @@ The data path of ``compute()``: metric -> leaves + ops (``sync``) -> reducer
 
 from scopedmetrics import classification as classification
 from scopedmetrics import data as data
+from scopedmetrics import nn as nn
 from scopedmetrics import regression as regression
 from scopedmetrics.aggregation import Cat as Cat
 from scopedmetrics.aggregation import Max as Max
@@ -61,6 +62,7 @@ from scopedmetrics.collection import reduce as reduce
 from scopedmetrics.errors import SyncError as SyncError
 from scopedmetrics.metric import Metric as Metric
 from scopedmetrics.metric import delegate as delegate
+from scopedmetrics.nn import Stateful as Stateful
 from scopedmetrics.reducers import Reducer as Reducer
 from scopedmetrics.reducers import distributed as distributed
 from scopedmetrics.reducers import local as local
@@ -88,6 +90,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "delegate",
+    "Stateful",
+    "nn",
+    "data",
     "BinaryAUROC",
     "BinaryAccuracy",
     "BinaryAveragePrecision",

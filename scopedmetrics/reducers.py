@@ -94,16 +94,30 @@ def _describe_leaf(op: str, t: torch.Tensor) -> str:
     return "leaf: cat" if op == "cat" else f"leaf: {op} {t.dtype} {tuple(t.shape)}"
 
 
-def distributed(group: Any = None, timeout: float | None = None) -> Collective:
+def distributed(
+    group: Any = None, timeout: float | None = None, *, mesh: Any = None, dim: str | None = None
+) -> Collective:
     """A reducer over a ``torch.distributed`` process group (gloo, NCCL, ...).
 
     ``group=None`` is the default group, resolved when the reducer is used;
-    ``timeout`` in seconds bounds each wait for the other participants.
+    ``timeout`` in seconds bounds each wait for the other participants
+    (``None``: the process group's own timeout, 30 minutes by default; a few
+    minutes suit evaluation). With tensor or pipeline parallelism, reduce over
+    the data-parallel dimension only: ``mesh=`` a ``DeviceMesh`` and ``dim=``
+    its data-parallel dimension's name (``mesh.get_group(dim)``).
 
     Example:
         >>> import scopedmetrics as sm
         >>> r = sm.distributed(timeout=30.0)   # usable once init_process_group ran
     """
+    if mesh is not None:
+        if group is not None:
+            raise TypeError("sm.distributed: give group= or mesh=, not both")
+        if dim is None:
+            raise TypeError("sm.distributed(mesh=...) needs dim=, the mesh dimension to reduce over (e.g. 'dp')")
+        group = mesh.get_group(dim)
+    elif dim is not None:
+        raise TypeError("sm.distributed(dim=...) needs mesh=, the DeviceMesh that dimension belongs to")
     return Collective(TorchComm(group, timeout))
 
 

@@ -51,24 +51,46 @@ def test_torchrun_eval_shards_cover_the_data_once() -> None:
             assert bounds[-1][0] == bounds[-1][1], "the last rank gets no data"
 
 
+_LIGHTNING = any(importlib.util.find_spec(name) is not None for name in ("lightning", "pytorch_lightning"))
+needs_lightning = pytest.mark.skipif(not _LIGHTNING, reason="neither lightning nor pytorch_lightning is installed")
+needs_ignite = pytest.mark.skipif(importlib.util.find_spec("ignite") is None, reason="pytorch-ignite is not installed")
+
+
+def run_script(name: str, *args: str) -> str:
+    """Run ``examples/<name>.py`` (it starts its own processes); its output, which must end with PASS."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {k: v for k, v in os.environ.items() if k not in ("MASTER_PORT", "MASTER_ADDR", "RANK", "WORLD_SIZE")}
+    env.update(OMP_NUM_THREADS="1", PYTHONPATH=path, MASTER_ADDR="127.0.0.1")
+    done = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("PASS"), done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+@needs_lightning
 def test_lightning_logs_the_computed_dict() -> None:
-    pytest.importorskip("lightning", reason="lightning is not installed (an optional example)")
     ex = load("lightning_logging")
-    model, logged = ex.run(max_epochs=1)
+    model, logged, _ = ex.run(max_epochs=1)
     assert {"val/loss", "val/accuracy", "val/macro_f1", "val/recall_0", "val/recall_2"} <= logged.keys()
     # what was logged is the metric of the whole validation set under the final weights
-    x = torch.cat([b[0] for b in ex.make_loader(200, seed=1)])
-    y = torch.cat([b[1] for b in ex.make_loader(200, seed=1)])
-    with torch.no_grad():
-        accuracy = (model(x).argmax(dim=1) == y).float().mean()
-    assert torch.allclose(logged["val/accuracy"], accuracy)
+    truth = ex.one_process(model)
+    for key, value in truth.items():
+        assert float(logged[key]) == pytest.approx(value, rel=1e-6, abs=1e-7), key
 
 
+@needs_lightning
+def test_lightning_ddp_with_two_processes_logs_the_one_process_value() -> None:
+    out = run_script("lightning_logging", "--devices", "2", "--max-epochs", "1")
+    assert "2 processes, 201 validation samples" in out
+    assert out.count(" ok") == 6 and "MISMATCH" not in out, out
+    assert "sync_dist=True" not in out  # the value is global already: the notice is silenced on purpose
+
+
+@needs_ignite
 def test_ignite_engine_fills_state_metrics() -> None:
-    pytest.importorskip("ignite", reason="pytorch-ignite is not installed (an optional example)")
     ex = load("ignite_engine")
-    torch.manual_seed(0)
-    model = torch.nn.Linear(4, ex.NUM_CLASSES)
+    model = ex.make_model()
     batches = ex.make_batches()
     state = ex.make_evaluator(model).run(batches, max_epochs=2)  # the second epoch starts from a reset
     x = torch.cat([b[0] for b in batches])
@@ -77,3 +99,12 @@ def test_ignite_engine_fills_state_metrics() -> None:
         pred = model(x).argmax(dim=1)
     assert torch.allclose(state.metrics["accuracy"], (pred == y).float().mean())
     assert int(state.metrics["confusion"].sum()) == len(y)
+
+
+@needs_ignite
+def test_ignite_engine_under_idist_parallel_with_two_gloo_processes() -> None:
+    from worlds import free_port
+
+    out = run_script("ignite_engine", "--nproc", "2", "--port", str(free_port()))
+    assert "2 processes, 301 of 301 samples counted once" in out, out
+    assert out.count("[matches one process]") == 3, out

@@ -1,0 +1,251 @@
+"""Metrics as modules: ``Stateful`` holds one immutable metric for code built around ``nn.Module``.
+
+A ``Stateful`` is an attribute of a model like any submodule: its states move
+and cast with the model, a model checkpoint carries them, and it works inside
+``nn.ModuleDict`` and under ``copy.deepcopy``. The states are deliberately not
+buffers: DDP broadcasts buffers from rank 0 before every forward, which would
+overwrite each rank's own state with rank 0's, and ``Module.type`` casts every
+buffer, counts included.
+
+A checkpoint written by one process (Lightning's rank 0) can only hold what
+that process has, so ``reduce_state_dict`` writes the *global* state into it
+(a collective, at save time) and ``resume_state_dict`` hands that state to rank
+0 alone on resume, every other rank starting empty. Since every reduce op is
+associative with the empty state as identity, the resumed run's ``compute()``
+equals the uninterrupted run's at any world size (counts to the bit, floating
+sums up to the order of addition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from typing import Any, Generic, TypeVar
+
+import torch
+
+from scopedmetrics import tree
+from scopedmetrics.metric import Metric
+
+M = TypeVar("M", bound=Metric)
+
+
+class Stateful(torch.nn.Module, Generic[M]):
+    """A ``torch.nn.Module`` holding one metric (or collection), updated in place.
+
+    ``update`` folds a batch in and returns ``None``; calling the module (its
+    ``forward``) also returns the batch's own value, as TorchMetrics'
+    ``forward`` does; ``compute`` reduces with the reducer in scope.
+    ``metric`` is the immutable metric it holds now. Moves and casts of the
+    module apply to the states, floating ones cast, counts kept integers;
+    after ``to_empty`` (which leaves tensors uninitialized) call ``reset()``.
+
+    Example:
+        >>> import scopedmetrics as sm, torch
+        >>> s = Stateful(sm.Mean())
+        >>> s(torch.tensor([1.0, 3.0]))          # this batch's value
+        tensor(2.)
+        >>> s.update(torch.tensor([8.0]))
+        >>> s.compute(), dict(s.state_dict())
+        (tensor(4.), {'mean_value': tensor(12.), 'weight': tensor(3.)})
+        >>> s.double().metric.weight.dtype        # floating states cast with the module
+        torch.float64
+    """
+
+    def __init__(self, metric: M) -> None:
+        super().__init__()
+        if not isinstance(metric, Metric):
+            raise TypeError(f"sm.Stateful holds one sm.Metric (or sm.Collection), got {type(metric).__name__}")
+        if metric._reduced:
+            raise ValueError(
+                f"sm.Stateful({type(metric).__name__}): this metric is reduced (it holds every participant's "
+                "state) and cannot be updated; wrap the unreduced metric"
+            )
+        self._metric = metric
+
+    @property
+    def metric(self) -> M:
+        """The immutable metric held now (the module's state)."""
+        return self._metric
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        """Fold one batch in, in place (``metric.update``, ``mask=`` included)."""
+        self._metric = self._metric.update(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Fold one batch in and return that batch's own value, computed locally (``Metric.forward``)."""
+        self._metric, value = self._metric.forward(*args, **kwargs)
+        return value
+
+    def compute(self) -> Any:
+        """The value, reduced with the reducer in scope: a collective call outside ``sm.local()``."""
+        return self._metric.compute()
+
+    def reset(self) -> None:
+        """Back to the empty state, each state on the device and in the floating dtype it had."""
+        self._metric = _placed(self._metric.reset(), self._metric)
+
+    def extra_repr(self) -> str:
+        """The metric, as its own ``repr`` shows it."""
+        return repr(self._metric)
+
+    # -- the module protocol ------------------------------------------------
+
+    def _apply(self, fn: Callable[[torch.Tensor], torch.Tensor], recurse: bool = True) -> Stateful[M]:
+        # Every move and cast of the module (to, cuda, double, half, type, to_empty, ...) lands here.
+        super()._apply(fn, recurse)  # type: ignore[no-untyped-call]  # torch leaves Module._apply untyped
+        self._metric = tree.map_tensors(lambda t: _kind_kept(fn, t), self._metric)
+        return self
+
+    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        for key, value in self._metric.state_dict().items():
+            destination[prefix + key] = value  # states never hold autograd history: nothing to detach
+
+    def _load_from_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        prefix: str,
+        local_metadata: dict[str, Any],
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        before = len(unexpected_keys)
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+        keys = list(self._metric.state_dict())
+        ours = {prefix + k for k in keys}
+        unexpected_keys[before:] = [k for k in unexpected_keys[before:] if k not in ours]  # not params: ours
+        missing = [prefix + k for k in keys if prefix + k not in state_dict]
+        if missing:  # a state loads whole or not at all; strict=False keeps the current one
+            missing_keys.extend(missing)
+            return
+        assign = bool(local_metadata.get("assign_to_params_buffers", False))
+        loaded = {k: state_dict[prefix + k] for k in keys}
+        try:
+            self._metric = _loaded(self._metric, loaded, assign)
+        except (TypeError, ValueError) as err:
+            error_msgs.append(f"{prefix[:-1]}: {err}" if prefix else str(err))
+
+
+def _kind_kept(fn: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:
+    """``fn(t)``, except that a count stays a count: integer and bool states keep their dtype."""
+    new = fn(t)
+    if not (t.is_floating_point() or t.is_complex()) and new.dtype != t.dtype:
+        new = new.to(t.dtype)  # Module.type(torch.float16) casts every tensor it is given
+    return new
+
+
+def _placed(fresh: M, like: M) -> M:
+    """``fresh`` with each state on the device, and in the floating dtype, of ``like``'s state at its path."""
+    have = dict(zip(*tree.flatten_with_path(like)[:2]))
+    anchor = next(iter(have.values()), None)
+    paths, leaves, spec = tree.flatten_with_path(fresh)
+    out = []
+    for path, t in zip(paths, leaves):
+        ref = have.get(path, anchor)
+        if ref is not None:
+            dtype = ref.dtype if t.is_floating_point() and ref.is_floating_point() else t.dtype
+            t = t.to(device=ref.device, dtype=dtype)
+        out.append(t)
+    return tree.unflatten(spec, out)  # type: ignore[no-any-return]
+
+
+def _loaded(current: M, state: dict[str, torch.Tensor], assign: bool) -> M:
+    """``current.load_state_dict(state)`` as a module loads: floats cast to the module's dtype, unless assigned.
+
+    Torch copies a checkpoint's tensor into the parameter's dtype and device;
+    ``assign=True`` (meta-device initialization) takes the checkpoint's tensors
+    as they are. Integer and bool states are left to ``Metric.load_state_dict``,
+    which refuses a wrong dtype.
+    """
+    paths, leaves, spec = tree.flatten_with_path(current)
+    if assign:
+        leaves = [
+            torch.empty_like(old, device=state[p].device) if isinstance(state[p], torch.Tensor) else old
+            for p, old in zip(paths, leaves)
+        ]
+        current = tree.unflatten(spec, leaves)
+    else:
+        state = dict(state)
+        for p, old in zip(paths, leaves):
+            t = state[p]
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and old.is_floating_point():
+                state[p] = t.to(old.dtype)
+    return current.load_state_dict(state)
+
+
+# -- checkpoints written by one process -------------------------------------------
+
+
+def _statefuls(module: torch.nn.Module) -> Iterator[tuple[str, Stateful[Any]]]:
+    """``(key prefix, module)`` of every ``Stateful`` in ``module``, itself included."""
+    for name, sub in module.named_modules():
+        if isinstance(sub, Stateful):
+            yield (f"{name}." if name else ""), sub
+
+
+def reduce_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, Any]) -> None:
+    """Write the global state of every ``Stateful`` in ``module`` into ``state_dict``, in place.
+
+    A collective call (one bucketed reduction for all of them, with the reducer
+    in scope): every participant makes it, typically in the hook that builds the
+    checkpoint (Lightning's ``on_save_checkpoint``, which every rank runs), and
+    any one of them may then write the file. Pair it with ``resume_state_dict``
+    on load. The metrics themselves are unchanged.
+
+    Example:
+        >>> import scopedmetrics as sm, torch
+        >>> def rank_fn(rank):
+        ...     model = torch.nn.ModuleDict({"loss": Stateful(sm.Sum().update(torch.tensor(rank + 1.0)))})
+        ...     checkpoint = model.state_dict()          # this rank's own state: 1 on rank 0, 2 on rank 1
+        ...     reduce_state_dict(model, checkpoint)     # every rank calls it
+        ...     return checkpoint["loss.sum_value"], model["loss"].metric.sum_value
+        >>> sm.simulate(rank_fn, world_size=2)
+        [(tensor(3.), tensor(1.)), (tensor(3.), tensor(2.))]
+    """
+    from scopedmetrics.collection import reduce
+
+    found = dict(_statefuls(module))
+    reduced = reduce({prefix: s.metric for prefix, s in found.items()})
+    for prefix, m in reduced.items():
+        state_dict.update({prefix + k: v for k, v in m.state_dict().items()})
+
+
+def resume_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, Any], rank: int | None = None) -> None:
+    """Prepare a checkpoint of global states (``reduce_state_dict``) for loading here, in place.
+
+    Rank 0 keeps the global states; on every other rank the ``Stateful``
+    entries become empty states, so that after ``module.load_state_dict`` every
+    saved sample is counted once across the participants, whatever their
+    number. ``rank`` defaults to this participant's rank under the reducer in
+    scope (``sm.local()``: 0, a single process resumes the whole state). No
+    communication.
+
+    Example:
+        >>> import scopedmetrics as sm, torch
+        >>> saved = Stateful(sm.Sum().update(torch.tensor(5.0))).state_dict()
+        >>> fresh = Stateful(sm.Sum())
+        >>> resume_state_dict(fresh, saved, rank=1)
+        >>> fresh.load_state_dict(saved)
+        <All keys matched successfully>
+        >>> fresh.metric.sum_value
+        tensor(0.)
+    """
+    if rank is None:
+        from scopedmetrics.scope import get_reducer
+
+        reducer = get_reducer()
+        rank = getattr(reducer, "rank", None)
+        if rank is None:
+            raise TypeError(
+                f"sm.nn.resume_state_dict: the reducer in scope ({reducer!r}) does not say this participant's rank; "
+                "pass rank= explicitly"
+            )
+    if rank == 0:
+        return
+    for prefix, s in _statefuls(module):
+        empty = _placed(s.metric.reset(), s.metric)
+        state_dict.update({prefix + k: v for k, v in empty.state_dict().items()})

@@ -1,0 +1,341 @@
+"""sm.Stateful: a metric as a module (in-place updates, casts, checkpoints), and resuming rank 0's checkpoint.
+
+The resume procedure for a checkpoint that one process writes (Lightning's
+rank 0): at save time every rank calls ``reduce_state_dict`` (a collective), so
+the file holds the global state; on resume every rank loads that file after
+``resume_state_dict``, which leaves the global state to rank 0 and gives every
+other rank an empty one. Counted once, at any world size.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+from typing import Any
+
+import pytest
+import torch
+from shards import assert_close
+
+import scopedmetrics as sm
+from scopedmetrics.nn import reduce_state_dict, resume_state_dict
+
+
+def make() -> sm.Collection:
+    """Integer counts and cat states (float scores, integer labels): leaves a module must move and cast apart."""
+    return sm.Collection(acc=sm.BinaryAccuracy(), auroc=sm.BinaryAUROC())
+
+
+def data(n: int = 101, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.rand(n, generator=g)
+    labels = (torch.rand(n, generator=g) < scores).long()
+    return scores, labels, (scores - labels) ** 2
+
+
+class Evaluated(torch.nn.Module):
+    """A model with metrics as submodules, the way a LightningModule holds them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Linear(2, 1)
+        self.metrics = torch.nn.ModuleDict({"val": sm.Stateful(make()), "loss": sm.Stateful(sm.Mean())})
+
+    def fold(self, scores: torch.Tensor, labels: torch.Tensor, loss: torch.Tensor, **kw: Any) -> None:
+        self.metrics["val"].update(scores, labels, **kw)
+        self.metrics["loss"].update(loss, **kw)
+
+
+def one_process(scores: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+    with sm.use_reducer(sm.local()):
+        return make().update(scores, labels).compute()  # type: ignore[no-any-return]
+
+
+# -- the module --------------------------------------------------------------------------
+
+
+def test_update_folds_in_place_and_forward_returns_the_batch_value() -> None:
+    scores, labels, _ = data()
+    s = sm.Stateful(sm.BinaryAccuracy())
+    assert s.update(scores[:50], labels[:50]) is None
+    batch = s(scores[50:], labels[50:])
+    _, expected = sm.BinaryAccuracy().update(scores[:50], labels[:50]).forward(scores[50:], labels[50:])
+    assert torch.equal(batch, expected)
+    assert torch.equal(s.forward(scores[:0], labels[:0]), sm.BinaryAccuracy().forward(scores[:0], labels[:0])[1])
+    with sm.use_reducer(sm.local()):
+        assert torch.equal(s.compute(), sm.BinaryAccuracy().update(scores, labels).compute())
+    assert isinstance(s.metric, sm.BinaryAccuracy) and not s.metric._reduced
+    s.reset()
+    assert all(int(v) == 0 for v in s.state_dict().values())
+
+
+def test_update_takes_mask_like_the_metric() -> None:
+    scores, labels, _ = data()
+    keep = torch.arange(101) % 3 != 0
+    s = sm.Stateful(make())
+    s.update(scores, labels, mask=keep)
+    assert_close(s.compute(), one_process(scores[keep], labels[keep]), atol=0, rtol=0)
+
+
+def test_the_metric_is_replaced_never_mutated() -> None:
+    s = sm.Stateful(sm.Sum())
+    before = s.metric
+    s.update(torch.tensor([2.0]))
+    assert before.sum_value.item() == 0.0 and s.metric.sum_value.item() == 2.0
+
+
+def test_it_holds_one_unreduced_metric() -> None:
+    with pytest.raises(TypeError, match="sm.Stateful holds one sm.Metric"):
+        sm.Stateful({"a": sm.Sum()})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Sum\\): this metric is reduced"):
+        sm.Stateful(sm.Sum().reduce())
+
+
+def test_calling_a_plain_metric_says_what_to_call() -> None:
+    with pytest.raises(TypeError, match=r"update\(.*forward\(.*sm\.Stateful"):
+        sm.BinaryAccuracy()(torch.rand(3), torch.ones(3, dtype=torch.long))
+
+
+def test_states_are_neither_parameters_nor_buffers() -> None:
+    # DDP broadcasts buffers from rank 0 before each forward: a state there would be overwritten by rank 0's
+    model = Evaluated()
+    assert [n for n, _ in model.named_buffers()] == []
+    assert [n for n, _ in model.named_parameters()] == ["net.weight", "net.bias"]
+
+
+# -- moves and casts ---------------------------------------------------------------------
+
+
+def dtypes(model: torch.nn.Module) -> dict[str, torch.dtype]:
+    return {k: v.dtype for k, v in model.state_dict().items() if k.startswith("metrics.")}
+
+
+@pytest.mark.parametrize(
+    ("cast", "floating"),
+    [
+        (lambda s: s.to(torch.float64), torch.float64),
+        (lambda s: s.double(), torch.float64),
+        (lambda s: s.half(), torch.float16),
+        (lambda s: s.bfloat16(), torch.bfloat16),
+        (lambda s: s.type(torch.float64), torch.float64),  # Module.type casts every tensor: counts must not follow
+        (lambda s: s.to("cpu", torch.float16), torch.float16),
+    ],
+    ids=["to-dtype", "double", "half", "bfloat16", "type", "to-device-dtype"],
+)
+def test_floating_states_cast_and_integer_counts_stay_integers(cast: Any, floating: torch.dtype) -> None:
+    scores, labels, loss = data()
+    model = Evaluated()
+    model.fold(scores, labels, loss)
+    before = dtypes(model)
+    assert before["metrics.val.acc.tp"] == torch.int64 and before["metrics.val.auroc.target"] == torch.uint8
+    assert before["metrics.val.auroc.preds"] == before["metrics.loss.weight"] == torch.float32
+    assert cast(model) is model
+    after = dtypes(model)
+    for key, old in before.items():
+        assert after[key] == (floating if old.is_floating_point else old), key
+    assert model.net.weight.dtype == floating  # the model's own parameters cast alike
+    for s in model.metrics.values():
+        s.reset()  # a reset keeps the module's floating dtype
+    assert dtypes(model) == after
+
+
+def test_states_move_to_meta_with_the_module_and_reset_there() -> None:
+    scores, labels, loss = data()
+    model = Evaluated()
+    model.fold(scores, labels, loss)
+    model.to("meta")
+    leaves = list(model.metrics["val"].state_dict().values())
+    assert leaves and all(t.device.type == "meta" for t in leaves)
+    assert model.metrics["val"].state_dict()["acc.tp"].dtype == torch.int64
+    model.metrics["val"].reset()
+    assert all(t.device.type == "meta" for t in model.metrics["val"].state_dict().values())
+
+
+def test_meta_initialized_module_loads_with_assign() -> None:
+    scores, labels, loss = data()
+    trained = Evaluated()
+    trained.fold(scores, labels, loss)
+    with torch.device("meta"):
+        model = Evaluated()
+    assert model.metrics["loss"].metric.weight.device.type == "meta"
+    model.load_state_dict(trained.state_dict(), assign=True)
+    with sm.use_reducer(sm.local()):
+        assert_close(model.metrics["val"].compute(), one_process(scores, labels), atol=0, rtol=0)
+
+
+def test_floating_states_of_a_checkpoint_cast_to_the_module_s_dtype() -> None:
+    scores, labels, loss = data()
+    saved = Evaluated()
+    saved.fold(scores, labels, loss)
+    model = Evaluated().double()
+    model.load_state_dict(saved.state_dict())
+    assert model.metrics["loss"].metric.weight.dtype == torch.float64
+    assert model.metrics["val"].metric.acc.tp.dtype == torch.int64
+    with sm.use_reducer(sm.local()):
+        assert_close(model.metrics["loss"].compute(), loss.mean().double())
+
+
+# -- checkpoints ---------------------------------------------------------------------------
+
+
+def test_state_dict_holds_the_metric_s_paths_under_the_module_s_prefix() -> None:
+    scores, labels, loss = data()
+    model = Evaluated()
+    model.fold(scores, labels, loss)
+    keys = list(model.state_dict())
+    val = [f"metrics.val.{k}" for k in model.metrics["val"].metric.state_dict()]
+    assert keys == ["net.weight", "net.bias", *val, "metrics.loss.mean_value", "metrics.loss.weight"]
+    assert model.state_dict()["metrics.val.auroc.preds"].shape == (101,)
+
+
+def test_a_model_checkpoint_round_trips_with_weights_only_and_cat_states_of_any_length() -> None:
+    scores, labels, loss = data()
+    model = Evaluated()
+    model.fold(scores, labels, loss)
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    fresh = Evaluated()  # its cat states are empty: 101 rows load into them
+    result = fresh.load_state_dict(torch.load(io.BytesIO(buf.getvalue()), weights_only=True))
+    assert not result.missing_keys and not result.unexpected_keys
+    with sm.use_reducer(sm.local()):
+        assert_close(fresh.metrics["val"].compute(), one_process(scores, labels), atol=0, rtol=0)
+    fresh.fold(scores, labels, loss)  # and it carries on like the saved one
+    model.fold(scores, labels, loss)
+    for (k, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
+        assert torch.equal(a, b), k
+
+
+def test_a_bad_checkpoint_is_refused_and_loads_nothing() -> None:
+    scores, labels, loss = data()
+    model = Evaluated()
+    model.fold(scores, labels, loss)
+    good = model.state_dict()
+    before = model.metrics["val"].metric
+
+    bad = dict(good)
+    bad["metrics.val.acc.tp"] = bad["metrics.val.acc.tp"].float()  # a count that is not a count
+    with pytest.raises(RuntimeError, match=r"metrics\.val: .*'acc\.tp' has dtype torch\.float32"):
+        model.load_state_dict(bad)
+    assert model.metrics["val"].metric is before
+
+    missing = {k: v for k, v in good.items() if k != "metrics.val.acc.fn"}
+    with pytest.raises(RuntimeError, match=r"Missing key\(s\).*metrics\.val\.acc\.fn"):
+        model.load_state_dict(missing)
+    result = Evaluated().load_state_dict(missing, strict=False)  # loads nothing of that metric, says so
+    assert result.missing_keys == ["metrics.val.acc.fn"]
+
+    extra = {**good, "metrics.val.acc.bogus": torch.tensor(1)}
+    with pytest.raises(RuntimeError, match=r"Unexpected key\(s\).*metrics\.val\.acc\.bogus"):
+        model.load_state_dict(extra)
+    result = Evaluated().load_state_dict(extra, strict=False)  # as torch does: the states it has keys for load
+    assert result.unexpected_keys == ["metrics.val.acc.bogus"] and not result.missing_keys
+
+
+def test_deepcopy_and_pickle_give_independent_modules() -> None:
+    scores, labels, loss = data()
+    model = Evaluated()
+    model.fold(scores[:50], labels[:50], loss[:50])
+    twin = copy.deepcopy(model)
+    twin.fold(scores[50:], labels[50:], loss[50:])
+    with sm.use_reducer(sm.local()):
+        assert_close(model.metrics["val"].compute(), one_process(scores[:50], labels[:50]), atol=0, rtol=0)
+        assert_close(twin.metrics["val"].compute(), one_process(scores, labels), atol=0, rtol=0)
+        assert_close(twin.metrics["loss"].compute(), loss.mean())
+    buf = io.BytesIO()
+    torch.save(model, buf)
+    back = torch.load(io.BytesIO(buf.getvalue()), weights_only=False)  # a whole pickled model: its own classes
+    for (k, a), b in zip(model.state_dict().items(), back.state_dict().values()):
+        assert torch.equal(a, b), k
+
+
+def test_module_dict_and_repr() -> None:
+    d = torch.nn.ModuleDict({"a": sm.Stateful(sm.Sum()), "b": sm.Stateful(sm.Max())})
+    d["a"].update(torch.tensor([1.0, 2.0]))
+    assert dict(d.state_dict()) == {"a.sum_value": torch.tensor(3.0), "b.max_value": torch.tensor(float("-inf"))}
+    assert "Stateful(Sum(" in repr(d)
+
+
+# -- rank 0's checkpoint, resumed on every rank ----------------------------------------------
+
+
+def halves(rank: int, size: int, n: int = 101) -> tuple[slice, slice]:
+    """This rank's rows before and after the checkpoint (uneven, the last rank's second half empty)."""
+    edges = [round(n * r / size) for r in range(size + 1)]
+    lo, hi = edges[rank], edges[rank + 1]
+    mid = hi if rank == size - 1 else (lo + hi) // 2
+    return slice(lo, mid), slice(mid, hi)
+
+
+def save_body(rank: int, size: int) -> bytes:
+    """Fold the rows before the checkpoint; every rank reduces, rank 0 'writes' the file."""
+    scores, labels, loss = data()
+    model = Evaluated()
+    before, _ = halves(rank, size)
+    model.fold(scores[before], labels[before], loss[before])
+    checkpoint = model.state_dict()
+    reduce_state_dict(model, checkpoint)  # a collective: every rank calls it
+    assert model.metrics["val"].metric.acc.tp.sum() < len(scores)  # the module itself is unchanged
+    buf = io.BytesIO()
+    torch.save(checkpoint, buf)
+    return buf.getvalue() if rank == 0 else b""
+
+
+def resume_body(rank: int, blob: bytes, old_size: int, size: int) -> Any:
+    """A fresh model loads rank 0's file, folds this rank's rows after the checkpoint, and computes."""
+    scores, labels, loss = data()
+    model = Evaluated()
+    checkpoint = torch.load(io.BytesIO(blob), weights_only=True)
+    resume_state_dict(model, checkpoint)  # rank 0 keeps the global state, the others start empty
+    model.load_state_dict(checkpoint)
+    # the rows after the checkpoint, as the old ranks held them, spread over the new world
+    after = torch.cat([torch.arange(101)[halves(r, old_size)[1]] for r in range(old_size)])
+    mine = after.tensor_split(size)[rank]
+    model.fold(scores[mine], labels[mine], loss[mine])
+    return model.metrics["val"].compute(), model.metrics["loss"].compute()
+
+
+def test_rank_zero_s_checkpoint_resumes_to_the_one_process_value(world: Any) -> None:
+    scores, labels, loss = data()
+    blob = world.run(save_body, 2, 2)[0]
+    for val, mean in world.run(resume_body, 2, blob, 2, 2):
+        assert_close(val, one_process(scores, labels))
+        assert_close(mean, loss.mean())
+    # without resume_state_dict every rank would hold the checkpoint's samples: counted twice
+    saved = sum(len(range(101)[halves(r, 2)[0]]) for r in range(2))
+    assert world.run(count_after_plain_load, 2, blob) == [2 * saved, 2 * saved]
+
+
+def count_after_plain_load(rank: int, blob: bytes) -> int:
+    model = Evaluated()
+    model.load_state_dict(torch.load(io.BytesIO(blob), weights_only=True))
+    return int(model.metrics["loss"].metric.reduce().weight)
+
+
+def test_the_checkpoint_resumes_at_another_world_size() -> None:
+    scores, labels, loss = data()
+    blob = sm.simulate(lambda r: save_body(r, 2), 2)[0]
+    for size in (1, 3):
+        for val, mean in sm.simulate(lambda r: resume_body(r, blob, 2, size), size):  # noqa: B023
+            assert_close(val, one_process(scores, labels))
+            assert_close(mean, loss.mean())
+
+
+def test_one_process_reads_the_global_value_at_checkpoint_time() -> None:
+    scores, labels, _ = data()
+    blob = sm.simulate(lambda r: save_body(r, 2), 2)[0]
+    model = Evaluated()
+    checkpoint = torch.load(io.BytesIO(blob), weights_only=True)
+    resume_state_dict(model, checkpoint)  # under sm.local(): rank 0, keeps everything
+    model.load_state_dict(checkpoint)
+    rows = torch.cat([torch.arange(101)[halves(r, 2)[0]] for r in range(2)])
+    with sm.use_reducer(sm.local()):
+        assert_close(model.metrics["val"].compute(), one_process(scores[rows], labels[rows]))
+
+
+def test_resume_needs_a_rank_from_a_plain_function_reducer() -> None:
+    model = Evaluated()
+    with sm.use_reducer(lambda t, op: t), pytest.raises(TypeError, match="pass rank="):
+        resume_state_dict(model, model.state_dict())
+    sd = model.state_dict()
+    resume_state_dict(model, sd, rank=1)
+    assert int(sd["metrics.loss.weight"]) == 0
