@@ -8,6 +8,7 @@ from scopedmetrics import classification as classification
 from scopedmetrics import data as data
 from scopedmetrics import nn as nn
 from scopedmetrics import regression as regression
+from scopedmetrics import wrappers as wrappers
 from scopedmetrics.aggregation import Cat as Cat
 from scopedmetrics.aggregation import Max as Max
 from scopedmetrics.aggregation import Mean as Mean
@@ -93,6 +94,7 @@ __all__ = [
     "Stateful",
     "nn",
     "data",
+    "wrappers",
     "BinaryAUROC",
     "BinaryAccuracy",
     "BinaryAveragePrecision",

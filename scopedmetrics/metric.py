@@ -99,7 +99,7 @@ def delegate(field: str) -> Callable[..., Any]:
     is then, by construction, the nested metric's, so a ``Collection`` runs it
     once for all of them (a class that defines ``update`` itself delegates nothing).
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> class Mean(sm.Metric):
         ...     sums: sm.Sum = sm.state(default=sm.Sum())
@@ -170,7 +170,7 @@ def _flatten(m: Metric) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
 class Metric:
     """Base class of every metric: subclass it, declare fields, write ``update`` and ``compute``.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> class MeanSquaredError(sm.Metric):
         ...     sum_sq: torch.Tensor = sm.state("sum", default=0.0)
@@ -305,7 +305,7 @@ class Metric:
     def update(self: M, *args: Any, **kwargs: Any) -> M:
         """Fold one batch in and return the new metric; ``self`` is unchanged.
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> m = sm.Sum()
             >>> m2 = m.update(torch.tensor([1.0, 2.0]))
@@ -317,7 +317,7 @@ class Metric:
     def compute(self) -> Any:
         """Reduce with the reducer in scope, then compute the value; ``self`` is unchanged.
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> sm.Mean().update(torch.tensor([1.0, 2.0])).compute()
             tensor(1.5000)
@@ -330,7 +330,7 @@ class Metric:
         ``m.merge(m.reset())`` is a no-op, and merge is associative, so any
         grouping of shards gives the same state.
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> a, b = sm.Sum().update(torch.tensor(1.0)), sm.Sum().update(torch.tensor(2.0))
             >>> a.merge(b).compute()
@@ -349,7 +349,7 @@ class Metric:
     def reduce(self: M) -> M:
         """The state reduced across the participants of the reducer in scope, marked reduced.
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> def rank_fn(rank):
             ...     return sm.Sum().update(torch.tensor(float(rank))).reduce().sum_value
@@ -366,7 +366,7 @@ class Metric:
     def forward(self: M, *args: Any, **kwargs: Any) -> tuple[M, Any]:
         """Fold the batch in and also return this batch's own value, computed locally.
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> m, batch_mean = sm.Mean().update(torch.tensor([0.0])).forward(torch.tensor([4.0]))
             >>> batch_mean, m.compute()
@@ -383,10 +383,25 @@ class Metric:
             _NESTING.depth = depth
         return self.merge(batch), value
 
+    def plot(self, value: Any = None, ax: Any = None) -> tuple[Any, Any]:
+        """Draw the value with matplotlib (``scopedmetrics.plot.plot``); returns ``(figure, axes)``.
+
+        ``value`` defaults to ``self.compute()``: curves for ROC and precision-recall curves, a heat map for
+        confusion matrices, bars for per-class values, a point for a scalar.
+
+        Examples:
+            >>> import matplotlib; matplotlib.use("Agg")
+            >>> import scopedmetrics as sm, torch
+            >>> fig, ax = sm.BinaryAccuracy().update(torch.tensor([1]), torch.tensor([1])).plot()
+        """
+        from scopedmetrics.plot import plot
+
+        return plot(self, value, ax)
+
     def reset(self: M) -> M:
         """The empty state with the same configuration (the identity of ``merge``).
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> sm.Sum().update(torch.tensor(5.0)).reset().compute()
             tensor(0.)
@@ -399,7 +414,7 @@ class Metric:
     def to(self: M, *args: Any, **kwargs: Any) -> M:
         """Every state moved or cast as ``Tensor.to(*args, **kwargs)`` would.
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> sm.Sum().to(torch.float64).sum_value.dtype
             torch.float64
@@ -409,7 +424,7 @@ class Metric:
     def replace(self: M, **fields: Any) -> M:
         """Dataclass replace; the result is not marked reduced.
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> sm.Sum().replace(sum_value=torch.tensor(2.0)).compute()
             tensor(2.)
@@ -428,7 +443,7 @@ class Metric:
         The rows are copied into the state's growing buffer (``state.append``),
         so a caller that refills the tensor it passed cannot change the state.
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> sm.Cat().append(value=torch.tensor([1.0, 2.0])).append(value=torch.tensor([3.0])).value
             tensor([1., 2., 3.])
@@ -442,7 +457,7 @@ class Metric:
     def state_dict(self) -> dict[str, torch.Tensor]:
         """The state leaves keyed by their dotted paths (``"inner.c.sum_sq"``).
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> sm.Collection(a=sm.Mean()).state_dict()
             {'a.mean_value': tensor(0.), 'a.weight': tensor(0.)}
@@ -458,7 +473,7 @@ class Metric:
     def load_state_dict(self: M, state_dict: dict[str, torch.Tensor]) -> M:
         """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole.
 
-        Example:
+        Examples:
             >>> import scopedmetrics as sm, torch
             >>> saved = sm.Sum().update(torch.tensor(4.0)).state_dict()
             >>> sm.Sum().load_state_dict(saved).compute()
@@ -605,7 +620,7 @@ def canonical(value: Any) -> Any:
     qualified name. A value that cannot be compared this way is refused
     (``TypeError``) when the metric is built.
 
-    Example:
+    Examples:
         >>> canonical(0.1), canonical(torch.tensor([1, 2]))
         (0.1, ('tensor', 'torch.int64', (2,), (1, 2)))
         >>> canonical(object())

@@ -19,6 +19,7 @@ def test_there_are_notebooks() -> None:
         "01_uneven_ranks.ipynb",
         "02_subgroups.ipynb",
         "03_custom_metric_and_reducer.ipynb",
+        "04_slices_and_intervals.ipynb",
     ]
 
 

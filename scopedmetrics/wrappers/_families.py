@@ -1,0 +1,252 @@
+"""Vectorised grouped updates of the catalogue's common families: one scatter by group id per batch.
+
+Each hook runs the metric's own input checks with the empty ``template`` (so
+errors name the metric and the argument), then adds every row's contribution
+to its group's row of the stacked state with one ``bincount``/``index_add``.
+A batch a hook does not handle exactly (NaNs to drop, weights to refuse, labels
+out of range with ``validate_args=False``) returns ``None``, and the general
+path runs the metric's own ``update`` per group, which does what the metric does.
+The reference twin of every hook is that general path: the tests compare them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+import torch
+
+from scopedmetrics.aggregation import Max, Mean, Min, Sum
+from scopedmetrics.classification.confusion import _BinaryConfusion, _MulticlassConfusion, _MultilabelConfusion
+from scopedmetrics.classification.inputs import binary_labels, bincount, multiclass_labels, multilabel_labels
+from scopedmetrics.classification.stat_scores import BinaryStatScores, _MulticlassCounts, _MultilabelCounts
+from scopedmetrics.metric import Metric
+from scopedmetrics.regression._inputs import check_result, pair
+from scopedmetrics.regression.error import MeanAbsoluteError, MeanSquaredError
+from scopedmetrics.wrappers._groups import GroupIds, per_element, register_sliced_update
+
+M = TypeVar("M", bound=Metric)
+
+
+def _values(x: Any, like: torch.Tensor) -> torch.Tensor | None:
+    """A batch-first value tensor cast like the state; ``None`` when the plain path does not apply."""
+    if not isinstance(x, torch.Tensor) or x.ndim == 0 or x.is_complex():
+        return None
+    t: torch.Tensor = x if x.dtype == like.dtype and x.device == like.device else x.to(like.device, like.dtype)
+    return t
+
+
+def _nan_free(template: Any, total: torch.Tensor) -> bool:
+    """Whether NaN handling can be skipped: the strategy keeps NaNs, or the batch's sum shows there is none.
+
+    A sum that is not NaN proves no element is (as ``Mean``'s own fast path reads it); a NaN sum
+    (NaNs, or opposite infinities) leaves the batch to the metric's update.
+    """
+    return template.nan_strategy == "disable" or not math.isnan(total.sum().item())
+
+
+# -- aggregation ---------------------------------------------------------------------------
+
+
+@register_sliced_update(Sum)
+def _sum(stacked: Sum, template: Sum, g: GroupIds, value: Any) -> Sum | None:
+    ids = g.ids
+    x = _values(value, stacked.sum_value)
+    if x is None:
+        return None
+    per_row = x.reshape(ids.shape[0], -1).sum(1)
+    if not _nan_free(template, per_row):
+        return None
+    return stacked.replace(sum_value=stacked.sum_value.index_add(0, ids, per_row))
+
+
+@register_sliced_update(Mean)
+def _mean(stacked: Mean, template: Mean, g: GroupIds, value: Any, weight: Any = 1.0) -> Mean | None:
+    ids = g.ids
+    x = _values(value, stacked.mean_value)
+    if x is None:
+        return None
+    rows = ids.shape[0]
+    if isinstance(weight, (int, float)) and not isinstance(weight, bool):
+        if weight < 0 or weight != weight:
+            return None  # the metric's own update refuses it
+        sx = x.reshape(rows, -1).sum(1)
+        if not _nan_free(template, sx):
+            return None
+        if weight != 1:
+            sx = sx * weight
+        return stacked.replace(mean_value=stacked.mean_value.index_add(0, ids, sx),
+                               weight=stacked.weight.add(g.sizes, alpha=float(x.numel() // rows) * weight))
+    if not isinstance(weight, torch.Tensor) or weight.is_complex():
+        return None
+    w = weight.to(x.device, stacked.weight.dtype)
+    try:
+        w = torch.broadcast_to(w, x.shape)
+    except RuntimeError:
+        return None
+    if template.nan_strategy != "disable" and (bool(torch.isnan(x).any()) or bool(torch.isnan(w).any())):
+        return None
+    if bool((w < 0).any()):
+        return None
+    sx = (x * w).reshape(rows, -1).sum(1)
+    sw = w.reshape(rows, -1).sum(1)
+    return stacked.replace(
+        mean_value=stacked.mean_value.index_add(0, ids, sx.to(stacked.mean_value.dtype)),
+        weight=stacked.weight.index_add(0, ids, sw),
+    )
+
+
+def _extreme(field: str, reduce: str) -> Any:
+    def hook(stacked: M, template: M, g: GroupIds, value: Any) -> M | None:
+        ids = g.ids
+        state = getattr(stacked, field)
+        x = _values(value, state)
+        if x is None or x[0].numel() == 0 or (x.is_floating_point() and bool(torch.isnan(x).any())):
+            return None  # a NaN is dropped or propagates: the metric decides
+        per_row = x.reshape(ids.shape[0], -1)
+        per_row = per_row.amax(1) if reduce == "amax" else per_row.amin(1)
+        return stacked.replace(**{field: state.scatter_reduce(0, ids, per_row, reduce, include_self=True)})
+
+    return hook
+
+
+register_sliced_update(Max)(_extreme("max_value", "amax"))
+register_sliced_update(Min)(_extreme("min_value", "amin"))
+
+
+# -- regression ------------------------------------------------------------------------------
+
+
+def _error(field: str, squared: bool) -> Any:
+    def hook(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
+        ids = g.ids
+        outputs = template.num_outputs  # type: ignore[attr-defined]
+        like = getattr(template, field)
+        p, t = pair(template, preds, target, like, "flat" if outputs == 1 else "outputs", finite=False)
+        err = (p - t).square() if squared else (p - t).abs()
+        rows = ids.shape[0]
+        if outputs == 1:
+            if err.shape[0] % max(rows, 1):
+                return None
+            per_row = err.reshape(rows, -1).sum(1, keepdim=True)  # (rows, 1), like the (1,) state
+            each = err.shape[0] // rows
+        else:
+            per_row, each = err, 1
+        check_result(template, per_row.sum(0), (("preds", p), ("target", t)))
+        total = stacked.total  # type: ignore[attr-defined]
+        return stacked.replace(**{
+            field: getattr(stacked, field).index_add(0, ids, per_row),
+            "total": total.index_add(0, ids, torch.full((rows,), each, dtype=total.dtype, device=total.device)),
+        })
+
+    return hook
+
+
+register_sliced_update(MeanSquaredError)(_error("sum_squared_error", squared=True))
+register_sliced_update(MeanAbsoluteError)(_error("sum_abs_error", squared=False))
+
+
+# -- classification: stat scores -------------------------------------------------------------
+
+
+@register_sliced_update(BinaryStatScores)
+def _binary_stat_scores(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
+    ids, n = g.ids, g.n
+    p, t, keep = binary_labels(template, preds, target)
+    group = per_element(ids, p.shape[0])
+    if group is None:
+        return None
+    index = group * 4 + (~p).long() * 2 + (p != t)  # 0 tp, 1 fp, 2 tn, 3 fn, as BinaryStatScores.update
+    counts = bincount(index, 4 * n, keep).view(n, 4)
+    s: Any = stacked
+    return stacked.replace(tp=s.tp + counts[:, 0], fp=s.fp + counts[:, 1], tn=s.tn + counts[:, 2],
+                           fn=s.fn + counts[:, 3])
+
+
+def _labels_in_range(p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None, c: int) -> bool:
+    """Whether every kept label lies in ``[0, c)`` (checked only when the metric does not validate)."""
+    if p.numel() == 0:
+        return True
+    both = torch.cat([p, t]) if keep is None else torch.cat([p.where(keep, 0), t.where(keep, 0)])
+    low, high = torch.aminmax(both)
+    return bool(low.item() >= 0 and high.item() < c)
+
+
+@register_sliced_update(_MulticlassCounts)
+def _multiclass_counts(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
+    ids, n = g.ids, g.n
+    c = template.num_classes  # type: ignore[attr-defined]
+    p, t, keep = multiclass_labels(template, preds, target)
+    group = per_element(ids, p.shape[0])
+    if group is None:
+        return None
+    counts: torch.Tensor = stacked.counts  # type: ignore[attr-defined]
+    if c is None:  # (3, 1): hits, misses, samples
+        hm = bincount(group * 2 + (p != t), 2 * n, keep).view(n, 2)
+        return stacked.replace(counts=counts + torch.stack([hm[:, 0], hm[:, 1], hm.sum(1)], 1).view(n, 3, 1))
+    if not template.validate_args and not _labels_in_range(p, t, keep, c):  # type: ignore[attr-defined]
+        return None  # the metric's own update names the bad label
+    base = group * (3 * c)
+    rows = base + p + (p != t) * c  # tp row on a hit, fp row on a miss
+    support = base + 2 * c + t
+    both_keep = None if keep is None else keep.repeat(2)
+    add = bincount(torch.cat([rows, support]), 3 * c * n, both_keep).view(n, 3, c)
+    return stacked.replace(counts=counts + add)
+
+
+@register_sliced_update(_MultilabelCounts)
+def _multilabel_counts(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
+    ids, n = g.ids, g.n
+    size = template.num_labels  # type: ignore[attr-defined]
+    p, t, keep = multilabel_labels(template, preds, target)  # (M, L)
+    group = per_element(ids, p.shape[0])
+    if group is None:
+        return None
+    label = torch.arange(size, device=p.device) * 4
+    index = group[:, None] * (4 * size) + label + (~p).long() * 2 + (p != t)
+    counts = bincount(index, 4 * size * n, keep).view(n, size, 4)
+    s: Any = stacked
+    return stacked.replace(tp=s.tp + counts[..., 0], fp=s.fp + counts[..., 1], tn=s.tn + counts[..., 2],
+                           fn=s.fn + counts[..., 3])
+
+
+# -- classification: confusion matrices -----------------------------------------------------------
+
+
+@register_sliced_update(_BinaryConfusion)
+def _binary_confusion(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
+    ids, n = g.ids, g.n
+    p, t, keep = binary_labels(template, preds, target, kept_only=True)
+    group = per_element(ids, p.shape[0])
+    if group is None:
+        return None
+    counts = bincount(group * 4 + t.long() * 2 + p, 4 * n, keep).view(n, 2, 2)
+    return stacked.replace(confmat=stacked.confmat + counts)  # type: ignore[attr-defined]
+
+
+@register_sliced_update(_MulticlassConfusion)
+def _multiclass_confusion(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
+    ids, n = g.ids, g.n
+    c = template.num_classes  # type: ignore[attr-defined]
+    p, t, keep = multiclass_labels(template, preds, target)
+    group = per_element(ids, p.shape[0])
+    if group is None:
+        return None
+    if not template.validate_args and not _labels_in_range(p, t, keep, c):  # type: ignore[attr-defined]
+        return None
+    counts = bincount(group * (c * c) + t * c + p, c * c * n, keep).view(n, c, c)
+    return stacked.replace(confmat=stacked.confmat + counts)  # type: ignore[attr-defined]
+
+
+@register_sliced_update(_MultilabelConfusion)
+def _multilabel_confusion(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
+    ids, n = g.ids, g.n
+    size = template.num_labels  # type: ignore[attr-defined]
+    p, t, keep = multilabel_labels(template, preds, target)
+    group = per_element(ids, p.shape[0])
+    if group is None:
+        return None
+    label = torch.arange(size, device=p.device) * 4
+    index = group[:, None] * (4 * size) + label + t.long() * 2 + p
+    counts = bincount(index, 4 * size * n, keep).view(n, size, 2, 2)
+    return stacked.replace(confmat=stacked.confmat + counts)  # type: ignore[attr-defined]
