@@ -88,3 +88,25 @@ def test_mkdocs_build_is_strict_clean(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "index.html").exists()
     assert (tmp_path / "site" / "reference" / "core" / "index.html").exists()
+    check_rendering(tmp_path / "site")
+
+
+_PROMPT = "&gt;&gt;&gt; "
+
+
+def check_rendering(site: Path) -> None:
+    """Examples render as highlighted code (never as quoted prose), classes show their parameters, no private bases."""
+    pages = sorted((site / "reference").glob("*/index.html"))
+    assert len(pages) >= 4
+    for page in pages:
+        html = page.read_text()
+        quoted = re.findall(r"<blockquote>(?:(?!</blockquote>).)*&gt;&gt;&gt;", html, re.S)
+        assert not quoted, f"{page.parent.name}: an example renders as a quotation, not code"
+        assert html.count(_PROMPT) == html.count(f'<span class="gp">{_PROMPT}</span>'), (
+            f"{page.parent.name}: a '>>> ' prompt outside a highlighted code block"
+        )
+        assert not re.search(r"Bases:.{0,200}\b_[A-Za-z]", html, re.S), f"{page.parent.name}: a private base is shown"
+    classification = (site / "reference" / "classification" / "index.html").read_text()
+    text = re.sub(r"<[^>]+>", "", classification).replace("&#39;", "'")
+    assert "MulticlassAccuracy(num_classes: int | None = None, top_k: int = 1, average: str | None = 'macro'" in text
+    assert (site / "js" / "copy-code.js").exists()  # copying a console session copies the code alone

@@ -21,7 +21,7 @@ _T = TypeVar("_T", bound=type)
 def positional(*names: str) -> Callable[[_T], _T]:
     """Let a metric class take ``names`` by position, in this order, and every other field by keyword only.
 
-    Example:
+    Examples:
         >>> import inspect
         >>> from scopedmetrics.classification import BinaryFBetaScore
         >>> params = inspect.signature(BinaryFBetaScore).parameters.values()
@@ -59,6 +59,7 @@ def positional(*names: str) -> Callable[[_T], _T]:
             init(self, **kwargs)
 
         ordered.__signature__ = signature  # type: ignore[attr-defined]
+        del ordered.__wrapped__  # tools that unwrap (the docs inspector) must see this order, not the fields
         cls.__init__ = ordered  # type: ignore[misc]
         return cls
 
