@@ -32,7 +32,7 @@ def where(owner: Any, method: str = "update") -> str:
 def check_int(owner: Any, arg: str, minimum: int | None = None, *, optional: bool = False) -> None:
     """``owner.arg`` is an int (not a bool), at least ``minimum``; ``None`` allowed when ``optional``.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm
         >>> check_int(sm.Sum(nan_strategy="warn"), "nan_strategy", 1)
         Traceback (most recent call last):
@@ -77,7 +77,7 @@ def check_number(owner: Any, arg: str, low: float | None = None, high: float | N
 def tensor(owner: Any, arg: str, x: Any, *, real: bool = True) -> torch.Tensor:
     """``x`` itself, refused unless it is a (real, when ``real``) tensor.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm
         >>> tensor(sm.Sum(), "preds", [1.0])
         Traceback (most recent call last):
@@ -156,7 +156,7 @@ def labels(owner: Any, arg: str, x: torch.Tensor, high: int | None = None, ignor
 def strings(owner: Any, arg: str, x: Any) -> list[str]:
     """``x`` as a list of strings: one ``str`` or a sequence of them (text metrics' inputs).
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm
         >>> strings(sm.Sum(), "preds", "hello there")
         ['hello there']

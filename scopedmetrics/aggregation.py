@@ -99,7 +99,7 @@ def _check_strategy(owner: Metric) -> None:
 class Sum(Metric):
     """Running sum of every value seen.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> sm.Sum().update(torch.tensor([1.0, 2.0])).update(3.0).compute()
         tensor(6.)
@@ -124,7 +124,7 @@ class Sum(Metric):
 class Max(Metric):
     """Largest value seen (``-inf`` before any).
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> sm.Max().update(torch.tensor([1.0, 7.0, 3.0])).compute()
         tensor(7.)
@@ -149,7 +149,7 @@ class Max(Metric):
 class Min(Metric):
     """Smallest value seen (``+inf`` before any).
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> sm.Min().update(torch.tensor([4.0, -2.0])).compute()
         tensor(-2.)
@@ -174,7 +174,7 @@ class Min(Metric):
 class Mean(Metric):
     """Weighted mean of every value seen: ``sum(w * x) / sum(w)``.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> sm.Mean().update(torch.tensor([1.0, 3.0])).update(5.0, weight=2.0).compute()
         tensor(3.5000)
@@ -231,7 +231,7 @@ class Mean(Metric):
 class Cat(Metric):
     """Every value seen, concatenated along dim 0 in rank order.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> sm.Cat().update(torch.tensor([1.0, 2.0])).update(3.0).compute()
         tensor([1., 2., 3.])

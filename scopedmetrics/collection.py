@@ -30,7 +30,7 @@ C = TypeVar("C", bound="Collection")
 class Collection(Metric):
     """Metrics updated with the same inputs and reduced together.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> c = sm.Collection(total=sm.Sum(), biggest=sm.Max())
         >>> c.update(torch.tensor([1.0, 5.0])).compute()
@@ -219,7 +219,7 @@ def _equal(a: Metric, b: Metric) -> bool:
 def reduce(tree: T) -> T:
     """Reduce every metric in a pytree (dict, list, tuple, nesting) in one bucketed pass.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> out = sm.reduce({"a": sm.Sum().update(torch.ones(2)), "b": [sm.Max()]})
         >>> out["a"].compute()
@@ -236,7 +236,7 @@ def reduce(tree: T) -> T:
 def compute(tree: Any) -> Any:
     """Reduce every metric in a pytree together, then compute each; same structure of values.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> sm.compute({"total": sm.Sum().update(torch.ones(3))})
         {'total': tensor(3.)}

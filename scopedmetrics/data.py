@@ -35,7 +35,7 @@ def _positions(sampler: DistributedSampler[Any], start: int, stop: int) -> torch
 def repeated(sampler: DistributedSampler[Any]) -> int:
     """How many of this rank's samples in one epoch repeat another's (0 with ``drop_last`` or an even split).
 
-    Example:
+    Examples:
         >>> from torch.utils.data import DistributedSampler
         >>> [repeated(DistributedSampler(range(10), num_replicas=4, rank=r)) for r in range(4)]
         [0, 0, 1, 1]
@@ -50,7 +50,7 @@ def keep_mask(sampler: DistributedSampler[Any], batch_idx: int, batch_size: int)
     ``batch_size`` is the loader's; the last batch of an epoch may be shorter,
     and so is its mask.
 
-    Example:
+    Examples:
         >>> from torch.utils.data import DistributedSampler
         >>> keep_mask(DistributedSampler(range(10), num_replicas=4, rank=3), batch_idx=1, batch_size=2)
         tensor([False])
@@ -87,7 +87,7 @@ def _rows(batch: Any) -> int:
 def exact(loader: Any) -> Iterator[tuple[Any, torch.Tensor]]:
     """Iterate ``loader`` as ``(batch, keep)``; ``keep`` is ``False`` exactly for the sampler's repeats.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> from torch.utils.data import DataLoader, DistributedSampler
         >>> data = torch.arange(10.0)

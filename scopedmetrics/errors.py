@@ -7,7 +7,7 @@ class SyncError(RuntimeError):
     Raised on every participant, naming what differs and on which rank, so a
     disagreement ends in an error instead of a hang or a wrong number.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> def rank_fn(rank):  # rank 1 holds a different metric
         ...     m = sm.Sum() if rank == 0 else sm.Max()

@@ -39,7 +39,7 @@ class Stateful(torch.nn.Module, Generic[M]):
     module apply to the states, floating ones cast, counts kept integers;
     after ``to_empty`` (which leaves tensors uninitialized) call ``reset()``.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> s = Stateful(sm.Mean())
         >>> s(torch.tensor([1.0, 3.0]))          # this batch's value
@@ -196,7 +196,7 @@ def reduce_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, A
     any one of them may then write the file. Pair it with ``resume_state_dict``
     on load. The metrics themselves are unchanged.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> def rank_fn(rank):
         ...     model = torch.nn.ModuleDict({"loss": Stateful(sm.Sum().update(torch.tensor(rank + 1.0)))})
@@ -224,7 +224,7 @@ def resume_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, A
     scope (``sm.local()``: 0, a single process resumes the whole state). No
     communication.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> saved = Stateful(sm.Sum().update(torch.tensor(5.0))).state_dict()
         >>> fresh = Stateful(sm.Sum())

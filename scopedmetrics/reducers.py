@@ -46,7 +46,7 @@ _LOCAL = Local()
 def local() -> Local:
     """The reducer that does not communicate.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> sm.local()(torch.tensor(2.0), "sum")
         tensor(2.)
@@ -106,7 +106,7 @@ def distributed(
     the data-parallel dimension only: ``mesh=`` a ``DeviceMesh`` and ``dim=``
     its data-parallel dimension's name (``mesh.get_group(dim)``).
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm
         >>> r = sm.distributed(timeout=30.0)   # usable once init_process_group ran
     """

@@ -120,7 +120,7 @@ if hasattr(os, "register_at_fork"):
 def set_reducer(reducer: Reducer) -> None:
     """Set the process-wide default reducer (scoped overrides still win).
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm
         >>> sm.set_reducer(sm.local()); sm.get_reducer() is not None
         True
@@ -136,7 +136,7 @@ def set_reducer(reducer: Reducer) -> None:
 def reset_reducer() -> None:
     """Forget ``set_reducer``: the built-in default applies again.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm
         >>> sm.set_reducer(lambda t, op: t); sm.reset_reducer()
         >>> sm.get_reducer()
@@ -154,7 +154,7 @@ def get_reducer() -> Reducer:
     two generators' blocks are open in an order that cannot be resolved
     without walking frames (see the module docstring).
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm
         >>> r = sm.local()
         >>> with sm.use_reducer(r):
@@ -194,7 +194,7 @@ class use_reducer:  # noqa: N801 - used as a context manager, named like one
     ``RuntimeError`` (it may be entered again once closed). ``__exit__`` must
     run in the thread or asyncio task that ran ``__enter__``.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> m = sm.Sum().update(torch.tensor([1.0, 2.0]))
         >>> with sm.use_reducer(lambda t, op: t * 2):   # a stand-in "world" of two
@@ -263,7 +263,7 @@ def current_stack() -> tuple[Reducer, ...]:
     while a generator was suspended inside its own block is listed before that
     block while the generator runs. Never raises.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm
         >>> from scopedmetrics.scope import current_stack
         >>> with sm.use_reducer(sm.local()):
@@ -290,7 +290,7 @@ def subgroup(key: object) -> Reducer:
     A collective call: every participant of the reducer in scope makes it.
     Nested splits divide the current group further; a group of one is ``local()``.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> def rank_fn(rank):
         ...     m = sm.Sum().update(torch.tensor([1.0]))

@@ -127,7 +127,7 @@ def simulate(fn: Callable[[int], R], world_size: int, timeout: float = 60.0) -> 
     If a rank raises, the others' pending collectives fail with ``SyncError``
     and the first original exception is re-raised.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> def rank_fn(rank):
         ...     return sm.Sum().update(torch.tensor([float(rank)])).compute()

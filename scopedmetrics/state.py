@@ -86,7 +86,7 @@ def state(
     ``init`` instead shapes the state from the configuration: it is called with
     the metric once its static fields are set (``init=lambda m: torch.zeros(m.num_classes)``).
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm, torch
         >>> class Total(sm.Metric):
         ...     total: torch.Tensor = sm.state("sum", default=0.0)
@@ -114,7 +114,7 @@ def state(
 def static(*, default: Any = dataclasses.MISSING) -> Any:
     """Declare a configuration field; it is part of the pytree's structure.
 
-    Example:
+    Examples:
         >>> import scopedmetrics as sm
         >>> class Top(sm.Metric):
         ...     k: int = sm.static(default=5)
@@ -176,7 +176,7 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
     existing view can see those rows, so every metric stays immutable; a second
     append to the same prefix (a branch) copies. Capacity grows by 1.5x.
 
-    Example:
+    Examples:
         >>> from scopedmetrics.state import append
         >>> a = append(torch.empty(0), torch.tensor([1.0, 2.0]))
         >>> b = append(a, torch.tensor([3.0]))

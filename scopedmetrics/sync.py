@@ -134,7 +134,7 @@ _HEAD = 24  # the header: fingerprint, payload bytes, failure flag (three int64)
 def first_room(size: int) -> int:
     """Payload bytes each of ``size`` ranks may carry in the first ``all_gather`` (a multiple of 8).
 
-    Example:
+    Examples:
         >>> first_room(2), first_room(4), first_room(1024)
         (131072, 65536, 4096)
     """

@@ -78,7 +78,7 @@ class BinaryCalibrationError(Metric):
 
     ``preds`` are probabilities, or logits (any value outside [0, 1]) put through a sigmoid.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryCalibrationError
         >>> m = BinaryCalibrationError(n_bins=2)
@@ -112,7 +112,7 @@ class MulticlassCalibrationError(Metric):
     ``preds`` are scores ``(N, C, ...)``: probabilities, or logits (any value outside [0, 1]) that
     go through a softmax over dim 1.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassCalibrationError
         >>> m = MulticlassCalibrationError(num_classes=3, n_bins=2, norm="max")

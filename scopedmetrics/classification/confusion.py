@@ -51,7 +51,7 @@ def _normalized(confmat: torch.Tensor, normalize: str | None) -> torch.Tensor:
 def matthews_corrcoef(confmat: torch.Tensor) -> torch.Tensor:
     """Matthews correlation of a ``(C, C)`` confusion matrix; 0 where undefined, as scikit-learn.
 
-    Example:
+    Examples:
         >>> import torch
         >>> matthews_corrcoef(torch.tensor([[2, 1], [0, 3]]))
         tensor(0.7071)
@@ -66,7 +66,7 @@ def matthews_corrcoef(confmat: torch.Tensor) -> torch.Tensor:
 def cohen_kappa(confmat: torch.Tensor, weights: str | None = None) -> torch.Tensor:
     """Cohen's kappa of a ``(C, C)`` confusion matrix; NaN where undefined, as scikit-learn.
 
-    Example:
+    Examples:
         >>> import torch
         >>> cohen_kappa(torch.tensor([[2, 1], [0, 3]]))
         tensor(0.6667)
@@ -113,7 +113,7 @@ class BinaryConfusionMatrix(_BinaryConfusion):
 
     ``normalize``: ``None``/``"none"`` (counts), ``"true"`` (rows), ``"pred"`` (columns) or ``"all"``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryConfusionMatrix
         >>> BinaryConfusionMatrix().update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1])).compute()
@@ -135,7 +135,7 @@ class BinaryConfusionMatrix(_BinaryConfusion):
 class BinaryMatthewsCorrCoef(_BinaryConfusion):
     """Matthews correlation coefficient of a binary task (0 where undefined, as scikit-learn).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryMatthewsCorrCoef
         >>> BinaryMatthewsCorrCoef().update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1])).compute()
@@ -150,7 +150,7 @@ class BinaryMatthewsCorrCoef(_BinaryConfusion):
 class BinaryCohenKappa(_BinaryConfusion):
     """Cohen's kappa of a binary task; ``weights`` is ``None``, ``"linear"`` or ``"quadratic"``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryCohenKappa
         >>> BinaryCohenKappa().update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1])).compute()
@@ -199,7 +199,7 @@ class _MulticlassConfusion(Metric):
 class MulticlassConfusionMatrix(_MulticlassConfusion):
     """Confusion matrix of a multiclass task (rows: target, columns: prediction), optionally normalized.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassConfusionMatrix
         >>> m = MulticlassConfusionMatrix(3)
@@ -228,7 +228,7 @@ class MulticlassConfusionMatrix(_MulticlassConfusion):
 class MulticlassMatthewsCorrCoef(_MulticlassConfusion):
     """Matthews correlation coefficient of a multiclass task (0 where undefined, as scikit-learn).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassMatthewsCorrCoef
         >>> m = MulticlassMatthewsCorrCoef(num_classes=3)
@@ -244,7 +244,7 @@ class MulticlassMatthewsCorrCoef(_MulticlassConfusion):
 class MulticlassCohenKappa(_MulticlassConfusion):
     """Cohen's kappa of a multiclass task; ``weights`` is ``None``, ``"linear"`` or ``"quadratic"``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassCohenKappa
         >>> m = MulticlassCohenKappa(num_classes=3)
@@ -294,7 +294,7 @@ class _MultilabelConfusion(Metric):
 class MultilabelConfusionMatrix(_MultilabelConfusion):
     """One confusion matrix ``[[tn, fp], [fn, tp]]`` per label, shape ``(L, 2, 2)``, optionally normalized.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelConfusionMatrix
         >>> m = MultilabelConfusionMatrix(num_labels=2)
@@ -320,7 +320,7 @@ class MultilabelConfusionMatrix(_MultilabelConfusion):
 class MultilabelMatthewsCorrCoef(_MultilabelConfusion):
     """Matthews correlation of a multilabel task: of the labels' confusion matrices summed, as TorchMetrics.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelMatthewsCorrCoef
         >>> m = MultilabelMatthewsCorrCoef(num_labels=2)

@@ -554,7 +554,7 @@ class BinaryROC(_BinaryCurve):
     Exact, the curve starts at (0, 0) with threshold 1 and has a point per
     distinct score; binned, it has a point per threshold, decreasing.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryROC
         >>> preds, target = torch.tensor([0.1, 0.4, 0.4, 0.8]), torch.tensor([0, 1, 0, 1])
@@ -579,7 +579,7 @@ class BinaryROC(_BinaryCurve):
 class BinaryPrecisionRecallCurve(_BinaryCurve):
     """Precision-recall curve of a binary task: ``(precision, recall, thresholds)``, thresholds increasing.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryPrecisionRecallCurve
         >>> preds, target = torch.tensor([0.1, 0.4, 0.4, 0.8]), torch.tensor([0, 1, 0, 1])
@@ -602,7 +602,7 @@ class BinaryPrecisionRecallCurve(_BinaryCurve):
 class BinaryAUROC(_BinaryCurve):
     """Area under the ROC curve of a binary task, optionally standardized up to ``max_fpr``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryAUROC
         >>> preds, target = torch.tensor([0.1, 0.4, 0.4, 0.8]), torch.tensor([0, 1, 0, 1])
@@ -637,7 +637,7 @@ class BinaryAUROC(_BinaryCurve):
 class BinaryAveragePrecision(_BinaryCurve):
     """Average precision of a binary task: the precision-weighted sum of recall steps.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryAveragePrecision
         >>> preds, target = torch.tensor([0.1, 0.4, 0.4, 0.8]), torch.tensor([0, 1, 0, 1])
@@ -663,7 +663,7 @@ class MulticlassROC(_MulticlassCurve):
 
     Exact and ``average=None``: lists of per-class tensors; binned: tensors of shape (C, T).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassROC
         >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3]])
@@ -689,7 +689,7 @@ class MulticlassROC(_MulticlassCurve):
 class MulticlassPrecisionRecallCurve(_MulticlassCurve):
     """One-vs-rest precision-recall curves of a multiclass task, per class or averaged.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassPrecisionRecallCurve
         >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3]])
@@ -718,7 +718,7 @@ class MulticlassPrecisionRecallCurve(_MulticlassCurve):
 class MulticlassAUROC(_MulticlassCurve):
     """One-vs-rest area under the ROC curve of a multiclass task, averaged over classes.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassAUROC
         >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3]])
@@ -746,7 +746,7 @@ class MulticlassAUROC(_MulticlassCurve):
 class MulticlassAveragePrecision(_MulticlassCurve):
     """One-vs-rest average precision of a multiclass task, averaged over classes.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassAveragePrecision
         >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3]])
@@ -777,7 +777,7 @@ _MULTILABEL_AVERAGES = ("micro", "macro", "weighted", "none", None)
 class MultilabelROC(_MultilabelCurve):
     """ROC curve of every label of a multilabel task.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelROC
         >>> preds = torch.tensor([[0.8, 0.2], [0.3, 0.6], [0.6, 0.1]])
@@ -798,7 +798,7 @@ class MultilabelROC(_MultilabelCurve):
 class MultilabelPrecisionRecallCurve(_MultilabelCurve):
     """Precision-recall curve of every label of a multilabel task.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelPrecisionRecallCurve
         >>> preds = torch.tensor([[0.8, 0.2], [0.3, 0.6], [0.6, 0.1]])
@@ -819,7 +819,7 @@ class MultilabelPrecisionRecallCurve(_MultilabelCurve):
 class MultilabelAUROC(_MultilabelCurve):
     """Area under the ROC curve of a multilabel task, per label or averaged (``"micro"`` pools all labels).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelAUROC
         >>> preds = torch.tensor([[0.8, 0.2], [0.3, 0.6], [0.6, 0.1]])
@@ -849,7 +849,7 @@ class MultilabelAUROC(_MultilabelCurve):
 class MultilabelAveragePrecision(_MultilabelCurve):
     """Average precision of a multilabel task, per label or averaged (``"micro"`` pools all labels).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelAveragePrecision
         >>> preds = torch.tensor([[0.8, 0.2], [0.3, 0.6], [0.6, 0.1]])

@@ -32,7 +32,7 @@ from scopedmetrics import _checks
 def config_error(owner: Any, arg: str, expected: str) -> ValueError:
     """Build the error for a bad option, naming the metric, the argument, what it must be and what it is.
 
-    Example:
+    Examples:
         >>> from scopedmetrics.classification import BinaryAccuracy
         >>> config_error(BinaryAccuracy(), "threshold", "below 0.4")
         ValueError('BinaryAccuracy: argument `threshold` must be below 0.4, got 0.5')
@@ -44,7 +44,7 @@ def config_error(owner: Any, arg: str, expected: str) -> ValueError:
 def input_error(owner: Any, arg: str, problem: str, kind: type[Exception] = ValueError) -> Exception:
     """Build the error for a bad batch, naming the metric's ``update``, the argument and the problem.
 
-    Example:
+    Examples:
         >>> from scopedmetrics.classification import BinaryAccuracy
         >>> input_error(BinaryAccuracy(), "preds", "is empty", TypeError)
         TypeError('BinaryAccuracy.update: argument `preds` is empty')
@@ -58,7 +58,7 @@ def input_error(owner: Any, arg: str, problem: str, kind: type[Exception] = Valu
 def check_int(owner: Any, arg: str, minimum: int) -> None:
     """Refuse a static field that is not an integer ``>= minimum`` (``_checks.check_int``).
 
-    Example:
+    Examples:
         >>> from scopedmetrics.classification import MulticlassAccuracy
         >>> MulticlassAccuracy(num_classes=1)
         Traceback (most recent call last):
@@ -71,7 +71,7 @@ def check_int(owner: Any, arg: str, minimum: int) -> None:
 def check_one_of(owner: Any, arg: str, allowed: Sequence[Any]) -> None:
     """Refuse a static field whose value is not one of ``allowed``.
 
-    Example:
+    Examples:
         >>> from scopedmetrics.classification import BinaryCalibrationError
         >>> BinaryCalibrationError(norm="l3")
         Traceback (most recent call last):
@@ -89,7 +89,7 @@ def check_one_of(owner: Any, arg: str, allowed: Sequence[Any]) -> None:
 def check_threshold(owner: Any) -> None:
     """Refuse a ``threshold`` that is not a number in [0, 1].
 
-    Example:
+    Examples:
         >>> from scopedmetrics.classification import BinaryRecall
         >>> BinaryRecall(threshold=2.0)
         Traceback (most recent call last):
@@ -102,7 +102,7 @@ def check_threshold(owner: Any) -> None:
 def check_ignore_index(owner: Any) -> None:
     """Refuse an ``ignore_index`` that is neither ``None`` nor an integer.
 
-    Example:
+    Examples:
         >>> from scopedmetrics.classification import BinaryAccuracy
         >>> BinaryAccuracy(ignore_index=0.5)
         Traceback (most recent call last):
@@ -115,7 +115,7 @@ def check_ignore_index(owner: Any) -> None:
 def check_bool(owner: Any, arg: str) -> None:
     """Refuse a flag that is not a bool.
 
-    Example:
+    Examples:
         >>> from scopedmetrics.classification import BinaryAccuracy
         >>> BinaryAccuracy(validate_args="yes")
         Traceback (most recent call last):
@@ -293,7 +293,7 @@ def _probabilities(
     logits. ``extremes``, when the caller already has them, are the minimum
     and maximum the decision reads.
 
-    Example:
+    Examples:
         >>> import torch
         >>> _probabilities(torch.tensor([0.2, 3.0]), "sigmoid", keep=torch.tensor([True, False]))
         tensor([0.2000, 3.0000])
@@ -354,7 +354,7 @@ def binary_labels(owner: Any, preds: Any, target: Any, kept_only: bool = False) 
     ``kept_only``: whether only the kept scores decide between probabilities and
     logits (TorchMetrics' confusion matrices), not the whole batch (its stat scores).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryAccuracy
         >>> binary_labels(BinaryAccuracy(), torch.tensor([0.2, 0.7]), torch.tensor([0, 1]))
@@ -377,7 +377,7 @@ def multilabel_labels(owner: Any, preds: Any, target: Any) -> _Batch:
 
     ``keep`` is ``None`` without an ``ignore_index``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelAccuracy
         >>> p, t, keep = multilabel_labels(MultilabelAccuracy(num_labels=2), torch.tensor([[0.9, 0.1]]),
@@ -403,7 +403,7 @@ def multiclass_labels(owner: Any, preds: Any, target: Any) -> _Batch:
     target when the target is among the ``top_k`` highest scores, else the
     argmax (TorchMetrics' convention), so each sample still predicts one class.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassAccuracy
         >>> scores = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.2, 0.7]])
@@ -441,7 +441,7 @@ def binary_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
     ``keep`` is ``None`` without an ``ignore_index``; only kept scores decide
     between probabilities and logits, as TorchMetrics drops ignored entries first.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryCalibrationError
         >>> binary_confidences(BinaryCalibrationError(), torch.tensor([0.0, 2.0]), torch.tensor([0, 1]))
@@ -463,7 +463,7 @@ def multiclass_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
     ``keep`` is ``None`` without an ``ignore_index``; only kept rows decide
     between probabilities and logits, as TorchMetrics drops ignored rows first.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassCalibrationError
         >>> m = MulticlassCalibrationError(num_classes=2)
@@ -486,7 +486,7 @@ _ONES: dict[tuple[int, torch.dtype, torch.device], torch.Tensor] = {}
 def ones(n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """``n`` ones, made once per size: the read-only source of counting ``index_add`` calls.
 
-    Example:
+    Examples:
         >>> ones(3, torch.long, torch.device("cpu"))
         tensor([1, 1, 1])
     """
@@ -509,7 +509,7 @@ def tally(counts: torch.Tensor, index: torch.Tensor, keep: torch.Tensor | None =
     devices (where an out-of-range ``index_add`` is a device-side assert), add a
     ``bincount``, which drops positions past the end.
 
-    Example:
+    Examples:
         >>> tally(torch.zeros(2, 2, dtype=torch.long), torch.tensor([0, 3, 3]))
         tensor([[1, 0],
                 [0, 2]])
@@ -531,7 +531,7 @@ def tally(counts: torch.Tensor, index: torch.Tensor, keep: torch.Tensor | None =
 def bincount(index: torch.Tensor, size: int, keep: torch.Tensor | None = None) -> torch.Tensor:
     """int64 counts of each value in ``[0, size)``; values ``>= size`` and entries not in ``keep`` are dropped.
 
-    Example:
+    Examples:
         >>> import torch
         >>> bincount(torch.tensor([0, 2, 2, 3]), 3)
         tensor([1, 0, 2])

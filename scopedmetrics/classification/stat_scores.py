@@ -46,7 +46,7 @@ AVERAGES = ("micro", "macro", "weighted", "none", None)
 def safe_divide(num: torch.Tensor, den: torch.Tensor, zero_division: float = 0.0) -> torch.Tensor:
     """``num / den`` as float, with ``zero_division`` where ``den == 0``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> safe_divide(torch.tensor([1, 1]), torch.tensor([2, 0]))
         tensor([0.5000, 0.0000])
@@ -161,7 +161,7 @@ class BinaryStatScores(Metric):
 
     ``preds`` are labels in {0, 1}, or probabilities/logits thresholded at ``threshold``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryStatScores
         >>> m = BinaryStatScores().update(torch.tensor([0.1, 0.9, 0.8, 0.3]), torch.tensor([0, 1, 0, 1]))
@@ -201,7 +201,7 @@ class BinaryStatScores(Metric):
 class BinaryAccuracy(BinaryStatScores):
     """Accuracy of a binary task: ``(tp + tn) / (tp + fp + tn + fn)``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryAccuracy
         >>> BinaryAccuracy().update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1])).compute()
@@ -216,7 +216,7 @@ class BinaryAccuracy(BinaryStatScores):
 class BinaryPrecision(BinaryStatScores):
     """Precision of a binary task: ``tp / (tp + fp)``, ``zero_division`` when nothing is predicted positive.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryPrecision
         >>> BinaryPrecision().update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1])).compute()
@@ -231,7 +231,7 @@ class BinaryPrecision(BinaryStatScores):
 class BinaryRecall(BinaryStatScores):
     """Recall (sensitivity) of a binary task: ``tp / (tp + fn)``, ``zero_division`` without positives.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryRecall
         >>> BinaryRecall().update(torch.tensor([0, 0, 1, 1]), torch.tensor([0, 1, 0, 1])).compute()
@@ -246,7 +246,7 @@ class BinaryRecall(BinaryStatScores):
 class BinaryFBetaScore(BinaryStatScores):
     """F-beta score of a binary task: ``(1 + b²) tp / ((1 + b²) tp + b² fn + fp)``; ``beta`` comes first.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryFBetaScore
         >>> m = BinaryFBetaScore(2.0).update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1]))
@@ -269,7 +269,7 @@ class BinaryFBetaScore(BinaryStatScores):
 class BinaryF1Score(BinaryStatScores):
     """F1 score of a binary task: the harmonic mean of precision and recall.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinaryF1Score
         >>> BinaryF1Score().update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1])).compute()
@@ -284,7 +284,7 @@ class BinaryF1Score(BinaryStatScores):
 class BinarySpecificity(BinaryStatScores):
     """Specificity of a binary task: ``tn / (tn + fp)`` (0 without negatives; ``zero_division`` is unused).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import BinarySpecificity
         >>> BinarySpecificity().update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1])).compute()
@@ -371,7 +371,7 @@ class _MulticlassCounts(Metric):
 def _micro_counts(counts: torch.Tensor, p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
     """``(3, 1)`` counts (hits, misses, samples) plus those of a batch of labels, for ``num_classes=None``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> _micro_counts(torch.zeros(3, 1, dtype=torch.long), torch.tensor([7, 1, 0]), torch.tensor([7, 2, 0]), None)
         tensor([[2],
@@ -401,7 +401,7 @@ def _class_counts(
     device-side assert, ``tally`` both rows at once, which takes a ``bincount``
     there (``index_add=None`` picks by device).
 
-    Example:
+    Examples:
         >>> import torch
         >>> zero = torch.zeros(3, 3, dtype=torch.long)
         >>> p, t = torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])
@@ -434,7 +434,7 @@ class MulticlassStatScores(_MulticlassCounts):
 
     ``average="none"`` gives shape ``(C, 5)``; the others shape ``(5,)``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassStatScores
         >>> m = MulticlassStatScores(3, average="none")
@@ -468,7 +468,7 @@ class MulticlassAccuracy(MulticlassStatScores):
     With ``top_k > 1`` a sample counts as correct when its target is among the ``top_k`` scores.
     ``num_classes=None`` works with ``average="micro"``, as in TorchMetrics.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassAccuracy
         >>> preds, target = torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])
@@ -490,7 +490,7 @@ class MulticlassAccuracy(MulticlassStatScores):
 class MulticlassPrecision(MulticlassStatScores):
     """Precision of a multiclass task, per class ``tp / (tp + fp)``, averaged as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassPrecision
         >>> m = MulticlassPrecision(3, average="none")
@@ -508,7 +508,7 @@ class MulticlassPrecision(MulticlassStatScores):
 class MulticlassRecall(MulticlassStatScores):
     """Recall of a multiclass task, per class ``tp / (tp + fn)``, averaged as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassRecall
         >>> m = MulticlassRecall(3)
@@ -526,7 +526,7 @@ class MulticlassRecall(MulticlassStatScores):
 class MulticlassFBetaScore(MulticlassStatScores):
     """F-beta score of a multiclass task, per class, averaged as ``average`` says; ``beta`` comes first.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassFBetaScore
         >>> m = MulticlassFBetaScore(2.0, 3)
@@ -551,7 +551,7 @@ class MulticlassFBetaScore(MulticlassStatScores):
 class MulticlassF1Score(MulticlassStatScores):
     """F1 score of a multiclass task, per class, averaged as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassF1Score
         >>> m = MulticlassF1Score(3)
@@ -569,7 +569,7 @@ class MulticlassF1Score(MulticlassStatScores):
 class MulticlassSpecificity(MulticlassStatScores):
     """Specificity of a multiclass task, per class ``tn / (tn + fp)``, averaged as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MulticlassSpecificity
         >>> m = MulticlassSpecificity(3, average="none")
@@ -623,7 +623,7 @@ class _MultilabelCounts(Metric):
 class MultilabelStatScores(_MultilabelCounts):
     """Counts ``[tp, fp, tn, fn, support]`` per label, averaged over labels as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelStatScores
         >>> m = MultilabelStatScores(3, average="none")
@@ -648,7 +648,7 @@ class MultilabelStatScores(_MultilabelCounts):
 class MultilabelAccuracy(MultilabelStatScores):
     """Accuracy of a multilabel task, per label ``(tp + tn) / all``, averaged as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelAccuracy
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
@@ -664,7 +664,7 @@ class MultilabelAccuracy(MultilabelStatScores):
 class MultilabelPrecision(MultilabelStatScores):
     """Precision of a multilabel task, per label ``tp / (tp + fp)``, averaged as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelPrecision
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
@@ -680,7 +680,7 @@ class MultilabelPrecision(MultilabelStatScores):
 class MultilabelRecall(MultilabelStatScores):
     """Recall of a multilabel task, per label ``tp / (tp + fn)``, averaged as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelRecall
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
@@ -697,7 +697,7 @@ class MultilabelRecall(MultilabelStatScores):
 class MultilabelFBetaScore(MultilabelStatScores):
     """F-beta score of a multilabel task, per label, averaged as ``average`` says; ``beta`` comes first.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelFBetaScore
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
@@ -721,7 +721,7 @@ class MultilabelFBetaScore(MultilabelStatScores):
 class MultilabelF1Score(MultilabelStatScores):
     """F1 score of a multilabel task, per label, averaged as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelF1Score
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])
@@ -737,7 +737,7 @@ class MultilabelF1Score(MultilabelStatScores):
 class MultilabelSpecificity(MultilabelStatScores):
     """Specificity of a multilabel task, per label ``tn / (tn + fp)``, averaged as ``average`` says.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.classification import MultilabelSpecificity
         >>> preds = torch.tensor([[0.9, 0.2, 0.8], [0.1, 0.7, 0.3]])

@@ -74,7 +74,7 @@ class PearsonCorrCoef(_CoMoments):
     Inputs have shape ``(N,)`` or ``(N, 1)``, or ``(N, num_outputs)`` for a
     coefficient per output.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import PearsonCorrCoef
         >>> preds, target = torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3.0, -0.5, 2, 7])
@@ -98,7 +98,7 @@ class ConcordanceCorrCoef(_CoMoments):
     :class:`PearsonCorrCoef`. A constant input is well defined here (0
     unless both inputs are the same constant, which is 0/0, NaN).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import ConcordanceCorrCoef
         >>> m = ConcordanceCorrCoef()
@@ -134,7 +134,7 @@ class SpearmanCorrCoef(Metric):
     Exact: every sample is kept (``cat`` states, gathered in rank order), so
     memory grows with the data. Inputs as for :class:`PearsonCorrCoef`.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import SpearmanCorrCoef
         >>> preds, target = torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3.0, -0.5, 2, 7])

@@ -27,7 +27,7 @@ class KLDivergence(Metric):
     divergence is ``inf``. ``reduction`` is ``"mean"`` (NaN with no rows),
     ``"sum"`` or ``"none"``/``None``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import KLDivergence
         >>> p = torch.tensor([[0.36, 0.48, 0.16]])
@@ -48,7 +48,7 @@ class KLDivergence(Metric):
 
     def __post_init__(self) -> None:
         check_bool(self, "log_prob")
-        check_choice(self, "reduction", REDUCTIONS)  # type: ignore[arg-type]
+        check_choice(self, "reduction", REDUCTIONS)
         check_bool(self, "validate_args")
 
     def _check_domain(self, p: torch.Tensor, q: torch.Tensor) -> None:

@@ -35,7 +35,7 @@ class MeanSquaredError(Metric):
     ``preds`` and ``target`` have any (equal) shape when ``num_outputs == 1``,
     else shape ``(N, num_outputs)``; the value is 0-d, or ``(num_outputs,)``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import MeanSquaredError
         >>> MeanSquaredError().update(torch.tensor([0.0, 1, 2, 3]), torch.tensor([0.0, 1, 2, 2])).compute()
@@ -77,7 +77,7 @@ class MeanAbsoluteError(Metric):
 
     Inputs as for :class:`MeanSquaredError`.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import MeanAbsoluteError
         >>> preds, target = torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3.0, -0.5, 2, 7])
@@ -114,7 +114,7 @@ class MeanAbsolutePercentageError(Metric):
     As in TorchMetrics, ``|target|`` is clamped below at ``epsilon = 1.17e-06``
     so a zero target gives a large, finite error. Inputs have any equal shape.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import MeanAbsolutePercentageError
         >>> m = MeanAbsolutePercentageError()

@@ -37,7 +37,7 @@ class CosineSimilarity(Metric):
     rows), ``"mean"`` (NaN with no rows) or ``"none"``/``None`` (one value per
     row, in rank order). A row with zero norm has similarity NaN.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import CosineSimilarity
         >>> target = torch.tensor([[1.0, 2, 3, 4], [1, 2, 3, 4]])
@@ -56,7 +56,7 @@ class CosineSimilarity(Metric):
     similarity: torch.Tensor = state("cat", default=torch.empty(0))
 
     def __post_init__(self) -> None:
-        check_choice(self, "reduction", REDUCTIONS)  # type: ignore[arg-type]
+        check_choice(self, "reduction", REDUCTIONS)
         check_bool(self, "validate_args")
 
     def update(self, preds: Any, target: Any) -> CosineSimilarity:

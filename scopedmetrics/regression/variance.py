@@ -53,7 +53,7 @@ class R2Score(Metric):
     ``"raw_values"`` or ``"variance_weighted"``. With ``adjusted >= N - 1``
     the plain R² is returned with a warning, as TorchMetrics does.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import R2Score
         >>> R2Score().update(torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3.0, -0.5, 2, 7])).compute()
@@ -125,7 +125,7 @@ class ExplainedVariance(Metric):
 
     Inputs and ``multioutput`` as for :class:`R2Score`.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from scopedmetrics.regression import ExplainedVariance
         >>> preds, target = torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3.0, -0.5, 2, 7])
