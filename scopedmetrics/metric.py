@@ -32,7 +32,8 @@ def _is_metric(x: Any) -> bool:
 
 
 _set_grad = torch._C._set_grad_enabled
-_NESTING = threading.local()  # depth of compute calls in this thread: only the outermost warns
+_NESTING = threading.local()
+_EMPTY: dict[tuple[type, str], list[torch.Tensor]] = {}  # empty leaves by (type, configuration), for _is_empty  # depth of compute calls in this thread: only the outermost warns
 
 
 def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
@@ -250,7 +251,12 @@ class Metric:
 
     def _is_empty(self) -> bool:
         """Whether the state equals the empty state (no sample folded in anywhere)."""
-        fresh = tree.leaves(self.reset())
+        key = (type(self), self._config())
+        fresh = _EMPTY.get(key)
+        if fresh is None:  # the empty leaves of one type and configuration, made once (they are only compared)
+            if len(_EMPTY) >= 256:
+                _EMPTY.clear()
+            fresh = _EMPTY[key] = tree.leaves(self.reset())
         mine = tree.leaves(self)
         return len(fresh) == len(mine) and all(
             a.shape == b.shape and bool((a == b.to(a.device)).all()) for a, b in zip(mine, fresh)

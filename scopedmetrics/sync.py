@@ -113,6 +113,8 @@ def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Red
             flat += [next(next_leaf)] if isinstance(u, Leaf) else tree.leaves(next(next_merge))
         at += n
         out[i] = tree.unflatten(tree.structure(metrics[i]), flat)
+        if "_cfg" in metrics[i].__dict__:  # the same configuration: keep its canonical form
+            out[i].__dict__["_cfg"] = metrics[i].__dict__["_cfg"]
     return [m._with_mark(True) for m in out]
 
 
