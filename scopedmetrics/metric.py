@@ -32,8 +32,8 @@ def _is_metric(x: Any) -> bool:
 
 
 _set_grad = torch._C._set_grad_enabled
-_NESTING = threading.local()
-_EMPTY: dict[tuple[type, str], list[torch.Tensor]] = {}  # empty leaves by (type, configuration), for _is_empty  # depth of compute calls in this thread: only the outermost warns
+_NESTING = threading.local()  # depth of compute calls in this thread: only the outermost warns
+_EMPTY: dict[tuple[type, str], list[torch.Tensor]] = {}  # empty leaves by (type, configuration), for _is_empty
 
 
 def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
