@@ -110,3 +110,9 @@ def check_rendering(site: Path) -> None:
     text = re.sub(r"<[^>]+>", "", classification).replace("&#39;", "'")
     assert "MulticlassAccuracy(num_classes: int | None = None, top_k: int = 1, average: str | None = 'macro'" in text
     assert (site / "js" / "copy-code.js").exists()  # copying a console session copies the code alone
+    notebooks = sorted((site / "notebooks").glob("*/index.html"))
+    assert len(notebooks) == len(list((ROOT / "notebooks").glob("*.ipynb")))
+    for page in notebooks:  # executed while the site is built: outputs, and plots where the notebook draws
+        html = page.read_text()
+        assert "jp-OutputArea-output" in html, f"{page.parent.name}: rendered without outputs"
+    assert any("data:image/png" in p.read_text() for p in notebooks)
