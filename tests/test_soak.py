@@ -120,7 +120,7 @@ def model(w: dict[str, Any], x: torch.Tensor) -> list[torch.Tensor]:
     main: list[list[torch.Tensor]] = [[] for _ in range(size)]
     side: list[list[torch.Tensor]] = [[] for _ in range(size)]
     out = []
-    for i, (kind, what) in enumerate(w["steps"]):
+    for i, (kind, _) in enumerate(w["steps"]):
         if kind == "local":
             for r in range(size):
                 for op, k in w["per_rank"][r][i]:
