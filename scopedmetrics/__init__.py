@@ -5,8 +5,10 @@ The data path of ``compute()``: metric -> leaves + ops (``sync``) -> reducer
 """
 
 from scopedmetrics import classification as classification
+from scopedmetrics import clustering as clustering
 from scopedmetrics import data as data
 from scopedmetrics import nn as nn
+from scopedmetrics import nominal as nominal
 from scopedmetrics import regression as regression
 from scopedmetrics import wrappers as wrappers
 from scopedmetrics.aggregation import Cat as Cat
@@ -57,6 +59,21 @@ from scopedmetrics.classification import MultilabelRecall as MultilabelRecall
 from scopedmetrics.classification import MultilabelROC as MultilabelROC
 from scopedmetrics.classification import MultilabelSpecificity as MultilabelSpecificity
 from scopedmetrics.classification import MultilabelStatScores as MultilabelStatScores
+from scopedmetrics.classification.dispatch import AUROC as AUROC
+from scopedmetrics.classification.dispatch import ROC as ROC
+from scopedmetrics.classification.dispatch import Accuracy as Accuracy
+from scopedmetrics.classification.dispatch import AveragePrecision as AveragePrecision
+from scopedmetrics.classification.dispatch import CalibrationError as CalibrationError
+from scopedmetrics.classification.dispatch import CohenKappa as CohenKappa
+from scopedmetrics.classification.dispatch import ConfusionMatrix as ConfusionMatrix
+from scopedmetrics.classification.dispatch import F1Score as F1Score
+from scopedmetrics.classification.dispatch import FBetaScore as FBetaScore
+from scopedmetrics.classification.dispatch import MatthewsCorrCoef as MatthewsCorrCoef
+from scopedmetrics.classification.dispatch import Precision as Precision
+from scopedmetrics.classification.dispatch import PrecisionRecallCurve as PrecisionRecallCurve
+from scopedmetrics.classification.dispatch import Recall as Recall
+from scopedmetrics.classification.dispatch import Specificity as Specificity
+from scopedmetrics.classification.dispatch import StatScores as StatScores
 from scopedmetrics.collection import Collection as Collection
 from scopedmetrics.collection import compute as compute
 from scopedmetrics.collection import reduce as reduce
@@ -87,9 +104,26 @@ from scopedmetrics.state import NAMESPACE as NAMESPACE
 from scopedmetrics.state import state as state
 from scopedmetrics.state import static as static
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
+    "Accuracy",
+    "Precision",
+    "Recall",
+    "F1Score",
+    "FBetaScore",
+    "Specificity",
+    "StatScores",
+    "ConfusionMatrix",
+    "MatthewsCorrCoef",
+    "CohenKappa",
+    "CalibrationError",
+    "AUROC",
+    "AveragePrecision",
+    "ROC",
+    "PrecisionRecallCurve",
+    "clustering",
+    "nominal",
     "delegate",
     "Stateful",
     "nn",

@@ -19,8 +19,10 @@ import torch
 import scopedmetrics as sm
 import scopedmetrics.audio as sma
 import scopedmetrics.classification as smc
+import scopedmetrics.clustering as smcl
 import scopedmetrics.detection as smd
 import scopedmetrics.image as smi
+import scopedmetrics.nominal as smn
 import scopedmetrics.regression as smr
 import scopedmetrics.retrieval as smrt
 import scopedmetrics.segmentation as sms
@@ -88,7 +90,22 @@ def _entries() -> list[Entry]:
     add("KLDivergence-log", lambda: smr.KLDivergence(log_prob=True, reduction="sum"), "logdist")
     _family_entries(add)
     _vision_entries(add)
+    _contingency_entries(add)
     return out
+
+
+def _contingency_entries(add: Callable[[str, Callable[[], sm.Metric], str], None]) -> None:
+    """The clustering and nominal metrics (their inputs are the ``CONTINGENCY_KINDS``)."""
+    for name in smcl.__all__:
+        add(name, getattr(smcl, name), "clusters")
+    add("NormalizedMutualInfoScore-max", lambda: smcl.NormalizedMutualInfoScore("max"), "clusters")
+    add("AdjustedMutualInfoScore-geometric", lambda: smcl.AdjustedMutualInfoScore("geometric"), "clusters")
+    add("VMeasureScore-beta2", lambda: smcl.VMeasureScore(beta=2.0), "clusters")
+    for name in ("CramersV", "TschuprowsT", "PearsonsContingencyCoefficient", "TheilsU"):
+        add(name, functools.partial(getattr(smn, name), C), "nominal")
+    add("CramersV-uncorrected-drop", lambda: smn.CramersV(C, False, "drop"), "nominal")
+    add("FleissKappa", smn.FleissKappa, "ratings")
+    add("FleissKappa-probs", lambda: smn.FleissKappa("probs"), "rater_probs")
 
 
 def _family_entries(add: Callable[[str, Callable[[], sm.Metric], str], None]) -> None:
@@ -169,8 +186,9 @@ ORDER_SENSITIVE = {"Cat", "CosineSimilarity-none", "KLDivergence-none", "EditDis
 
 def public_classes() -> set[type]:
     """Every public metric class of the catalogue modules and the aggregation metrics."""
-    classes = {getattr(smc, n) for n in smc.__all__} | {getattr(smr, n) for n in smr.__all__}
-    for family in (smt, smrt, sma, sms, smi, smd):
+    dispatchers = set(smc.dispatch.__all__)  # constructors that return a task class's metric, never their own
+    classes = {getattr(smc, n) for n in smc.__all__ if n not in dispatchers} | {getattr(smr, n) for n in smr.__all__}
+    for family in (smt, smrt, sma, sms, smi, smd, smcl, smn):
         classes |= {getattr(family, n) for n in family.__all__}
     return classes | {sm.Sum, sm.Mean, sm.Max, sm.Min, sm.Cat}
 
@@ -186,6 +204,26 @@ VISION_KINDS = {"segmentation", "images", "features", "detections"}
 flag, lists of per-image dicts; their bad inputs are tested in ``tests/test_segmentation.py``,
 ``tests/test_image.py`` and ``tests/test_detection.py``."""
 FAMILY_KINDS |= VISION_KINDS
+
+CONTINGENCY_KINDS = {"clusters", "nominal", "ratings", "rater_probs"}
+"""Input kinds of the clustering and nominal entries: cluster ids of any integer value, categories, raters' counts
+or scores; their bad inputs are tested in ``tests/test_clustering.py`` and ``tests/test_nominal.py``."""
+FAMILY_KINDS |= CONTINGENCY_KINDS
+
+
+def _contingency_data(kind: str, n: int, g: torch.Generator) -> tuple[torch.Tensor, ...]:
+    if kind == "clusters":
+        target = torch.randint(0, 4, (n,), generator=g) * 5 - 3
+        preds = torch.where(torch.rand(n, generator=g) < 0.6, target, torch.randint(-2, 3, (n,), generator=g))
+        return preds, target
+    if kind == "nominal":
+        target = torch.randint(0, C, (n,), generator=g)
+        return torch.where(torch.rand(n, generator=g) < 0.5, target, torch.randint(0, C, (n,), generator=g)), target
+    if kind == "ratings":
+        return (torch.nn.functional.one_hot(torch.randint(0, C, (n, 4), generator=g), C).sum(1),)
+    if kind == "rater_probs":
+        return (torch.rand(n, C, 4, generator=g),)
+    raise AssertionError(kind)
 
 
 def _boxes(k: int, g: torch.Generator) -> torch.Tensor:
@@ -286,6 +324,8 @@ def _family_data(kind: str, n: int, g: torch.Generator) -> tuple[Any, ...]:
 def data(kind: str, n: int, seed: int) -> tuple[torch.Tensor, ...]:
     """``n`` samples of the inputs an entry of ``kind`` takes; rows are samples (list items for text kinds)."""
     g = torch.Generator().manual_seed(seed)
+    if kind in CONTINGENCY_KINDS:
+        return _contingency_data(kind, n, g)
     if kind in VISION_KINDS:
         return _vision_data(kind, n, g)
     if kind in FAMILY_KINDS:

@@ -1,4 +1,4 @@
-"""Classification metrics: stat scores, confusion matrices, calibration, and curves.
+"""Classification metrics: stat scores, confusion matrices, calibration, curves, and task dispatchers.
 
 Class names, arguments (in TorchMetrics' positional order, see ``signature``)
 and input conventions follow TorchMetrics; see ``docs/classification.md`` for
@@ -31,6 +31,21 @@ from scopedmetrics.classification.curves import (
     MultilabelPrecisionRecallCurve as MultilabelPrecisionRecallCurve,
 )
 from scopedmetrics.classification.curves import MultilabelROC as MultilabelROC
+from scopedmetrics.classification.dispatch import AUROC as AUROC
+from scopedmetrics.classification.dispatch import ROC as ROC
+from scopedmetrics.classification.dispatch import Accuracy as Accuracy
+from scopedmetrics.classification.dispatch import AveragePrecision as AveragePrecision
+from scopedmetrics.classification.dispatch import CalibrationError as CalibrationError
+from scopedmetrics.classification.dispatch import CohenKappa as CohenKappa
+from scopedmetrics.classification.dispatch import ConfusionMatrix as ConfusionMatrix
+from scopedmetrics.classification.dispatch import F1Score as F1Score
+from scopedmetrics.classification.dispatch import FBetaScore as FBetaScore
+from scopedmetrics.classification.dispatch import MatthewsCorrCoef as MatthewsCorrCoef
+from scopedmetrics.classification.dispatch import Precision as Precision
+from scopedmetrics.classification.dispatch import PrecisionRecallCurve as PrecisionRecallCurve
+from scopedmetrics.classification.dispatch import Recall as Recall
+from scopedmetrics.classification.dispatch import Specificity as Specificity
+from scopedmetrics.classification.dispatch import StatScores as StatScores
 from scopedmetrics.classification.stat_scores import BinaryAccuracy as BinaryAccuracy
 from scopedmetrics.classification.stat_scores import BinaryF1Score as BinaryF1Score
 from scopedmetrics.classification.stat_scores import BinaryFBetaScore as BinaryFBetaScore
@@ -54,6 +69,21 @@ from scopedmetrics.classification.stat_scores import MultilabelSpecificity as Mu
 from scopedmetrics.classification.stat_scores import MultilabelStatScores as MultilabelStatScores
 
 __all__ = [
+    "AUROC",
+    "Accuracy",
+    "AveragePrecision",
+    "CalibrationError",
+    "CohenKappa",
+    "ConfusionMatrix",
+    "F1Score",
+    "FBetaScore",
+    "MatthewsCorrCoef",
+    "Precision",
+    "PrecisionRecallCurve",
+    "ROC",
+    "Recall",
+    "Specificity",
+    "StatScores",
     "BinaryAUROC",
     "BinaryAccuracy",
     "BinaryAveragePrecision",

@@ -1,0 +1,359 @@
+"""Extrinsic clustering scores, from a contingency table of (predicted, true) cluster ids.
+
+Cluster ids are arbitrary integers, not known up front and not shared between
+the two labelings, so the state cannot be a fixed-size table. It is a
+``"cat"`` state of the distinct ``(pred, target)`` pairs seen, ``pairs``
+``(k, 2)`` int64, with their counts, ``counts`` ``(k,)`` int64: each ``update``
+compacts the rows it holds to unique pairs, so the state grows with the number
+of distinct pairs, not with the number of samples. The reduction concatenates
+the ranks' pairs (a pair may then appear once per rank); ``compute`` builds the
+contingency table from the reduced rows, adding the counts of equal pairs, so
+any split of the data gives the table of all of it, exactly (int64 counts).
+
+Values follow scikit-learn (natural logarithms, its conventions for
+degenerate labelings such as one cluster on both sides); see
+``docs/clustering.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+import torch
+
+from scopedmetrics import _checks
+from scopedmetrics.metric import Metric
+from scopedmetrics.state import state, static
+
+_M = TypeVar("_M", bound="_Contingency")
+
+AVERAGE_METHODS = ("min", "geometric", "arithmetic", "max")
+
+
+def _labels(owner: Any, arg: str, value: Any) -> torch.Tensor:
+    x = _checks.tensor(owner, arg, value)
+    if x.is_floating_point() or x.dtype == torch.bool:
+        raise TypeError(f"{_checks.where(owner)}: argument `{arg}` must hold integer cluster ids, got {x.dtype}")
+    return x
+
+
+def _compacted(pairs: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``pairs`` made unique, each with the sum of its ``counts``."""
+    if pairs.shape[0] == 0:
+        return pairs, counts
+    unique, inverse = torch.unique(pairs, dim=0, return_inverse=True)
+    summed = torch.zeros(unique.shape[0], dtype=torch.long, device=counts.device).index_add_(0, inverse, counts)
+    return unique, summed
+
+
+def contingency_table(pairs: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """The ``(true clusters, predicted clusters)`` table of ``(pred, target)`` pairs with counts, int64.
+
+    Examples:
+        >>> import torch
+        >>> contingency_table(torch.tensor([[5, 0], [7, 0], [5, 0], [7, 9]]), torch.tensor([1, 2, 1, 1]))
+        tensor([[2, 2],
+                [0, 1]])
+    """
+    pairs, counts = _compacted(pairs.long(), counts.long())
+    _, col = torch.unique(pairs[:, 0], return_inverse=True)
+    _, row = torch.unique(pairs[:, 1], return_inverse=True)
+    rows = int(row.max()) + 1 if row.numel() else 0
+    cols = int(col.max()) + 1 if col.numel() else 0
+    table = torch.zeros(rows, cols, dtype=torch.long, device=counts.device)
+    table[row, col] = counts
+    return table
+
+
+def _entropy(sizes: torch.Tensor) -> torch.Tensor:
+    n = sizes.sum()
+    p = sizes[sizes > 0] / n
+    return -(p * p.log()).sum() if p.numel() else torch.zeros((), dtype=sizes.dtype, device=sizes.device)
+
+
+def _mutual_info(table: torch.Tensor) -> torch.Tensor:
+    """Mutual information (nats) of a float64 contingency table; 0 for an empty one."""
+    n = table.sum()
+    if n == 0:
+        return torch.zeros((), dtype=table.dtype, device=table.device)
+    a, b = table.sum(1, keepdim=True), table.sum(0, keepdim=True)
+    nz = table > 0
+    nij = table[nz]
+    outer = (a * b).expand_as(table)[nz]
+    return ((nij / n) * (nij.log() + n.log() - outer.log())).sum().clamp_min(0.0)
+
+
+def _generalized_mean(x: torch.Tensor, y: torch.Tensor, method: str) -> torch.Tensor:
+    if method == "min":
+        return torch.minimum(x, y)
+    if method == "max":
+        return torch.maximum(x, y)
+    if method == "geometric":
+        return (x * y).sqrt()
+    return (x + y) / 2
+
+
+def _expected_mutual_info(table: torch.Tensor) -> torch.Tensor:
+    """Expected mutual information of two random labelings with the table's marginals (Vinh et al., 2010)."""
+    n = float(table.sum())
+    a = table.sum(1).tolist()
+    b = table.sum(0)
+    dev = table.device
+    lg = torch.lgamma
+    bt = b.double()
+    lg_b, lg_nb = lg(bt + 1), lg(n - bt + 1)
+    total = torch.zeros((), dtype=torch.float64, device=dev)
+    lg_n = math.lgamma(n + 1)
+    for ai in a:
+        hi = torch.minimum(bt, torch.tensor(ai, dtype=torch.float64, device=dev))  # (C,)
+        lo = torch.clamp(ai + bt - n, min=1.0)
+        top = int(hi.max()) if hi.numel() else 0
+        if top < 1:
+            continue
+        nij = torch.arange(1, top + 1, dtype=torch.float64, device=dev)[:, None]  # (K, 1)
+        ok = (nij >= lo) & (nij <= hi)
+        term = nij / n * (torch.log(n * nij) - math.log(ai) - bt.log())
+        log_w = (math.lgamma(ai + 1) + lg_b + math.lgamma(n - ai + 1) + lg_nb - lg_n - lg(nij + 1)
+                 - lg((ai - nij).clamp_min(0) + 1) - lg((bt - nij).clamp_min(0) + 1)
+                 - lg((n - ai - bt + nij).clamp_min(0) + 1))
+        total = total + torch.where(ok, term * log_w.exp(), 0.0).sum()
+    return total
+
+
+def _pair_counts(table: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(both, same_target, same_pred, all)``: unordered sample pairs together in both, in target, in preds, all."""
+    n = table.sum()
+    both = (table * (table - 1)).sum() / 2
+    a, b = table.sum(1), table.sum(0)
+    return both, (a * (a - 1)).sum() / 2, (b * (b - 1)).sum() / 2, n * (n - 1) / 2
+
+
+def _float(x: torch.Tensor | float, like: torch.Tensor) -> torch.Tensor:
+    return torch.as_tensor(x, dtype=torch.float64, device=like.device).float()
+
+
+class _Contingency(Metric):
+    """The distinct ``(pred, target)`` pairs seen and their counts; subclasses compute a score of the table."""
+
+    pairs: torch.Tensor = state("cat", default=lambda: torch.zeros(0, 2, dtype=torch.long))
+    counts: torch.Tensor = state("cat", default=lambda: torch.zeros(0, dtype=torch.long))
+
+    def update(self: _M, preds: torch.Tensor, target: torch.Tensor) -> _M:
+        """Fold in a batch: predicted and true cluster ids, integer tensors of one shape ``(N,)``."""
+        preds, target = _labels(self, "preds", preds), _labels(self, "target", target)
+        _checks.same_shape(self, "preds", preds, "target", target)
+        _checks.ndim(self, "preds", preds, (1,), "(N,)")
+        batch = torch.stack([preds.long(), target.long()], 1).to(self.pairs.device)
+        pairs = torch.cat([self.pairs, batch])
+        counts = torch.cat([self.counts, torch.ones(batch.shape[0], dtype=torch.long, device=batch.device)])
+        pairs, counts = _compacted(pairs, counts)
+        return self.replace(pairs=pairs, counts=counts)
+
+    def _table(self) -> torch.Tensor:
+        return contingency_table(self.pairs, self.counts).double()
+
+
+class MutualInfoScore(_Contingency):
+    """Mutual information (in nats) between predicted and true clusterings, as ``sklearn.metrics.mutual_info_score``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.clustering import MutualInfoScore
+        >>> MutualInfoScore().update(torch.tensor([2, 2, 5, 5]), torch.tensor([0, 0, 1, 1])).compute()
+        tensor(0.6931)
+    """
+
+    def compute(self) -> torch.Tensor:
+        """The score of the contingency table of the reduced pairs."""
+        table = self._table()
+        return _float(_mutual_info(table), table)
+
+
+class NormalizedMutualInfoScore(_Contingency):
+    """Mutual information over a mean of the two entropies, as ``sklearn.metrics.normalized_mutual_info_score``.
+
+    ``average_method``: ``"min"``, ``"geometric"``, ``"arithmetic"`` (default) or ``"max"``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.clustering import NormalizedMutualInfoScore
+        >>> m = NormalizedMutualInfoScore("max")
+        >>> m.update(torch.tensor([0, 0, 1, 2]), torch.tensor([0, 0, 1, 1])).compute()
+        tensor(0.6667)
+    """
+
+    average_method: str = static(default="arithmetic")
+
+    def __post_init__(self) -> None:
+        _checks.check_choice(self, "average_method", AVERAGE_METHODS)
+
+    def compute(self) -> torch.Tensor:
+        """The score of the contingency table of the reduced pairs."""
+        table = self._table()
+        r, c = table.shape
+        if r == c == 1 or r == c == 0:
+            return _float(1.0, table)
+        mi = _mutual_info(table)
+        if mi == 0:
+            return _float(0.0, table)
+        norm = _generalized_mean(_entropy(table.sum(1)), _entropy(table.sum(0)), self.average_method)
+        return _float(mi / norm, table)
+
+
+class AdjustedMutualInfoScore(_Contingency):
+    """Mutual information adjusted for chance, as ``sklearn.metrics.adjusted_mutual_info_score``.
+
+    ``average_method``: ``"min"``, ``"geometric"``, ``"arithmetic"`` (default) or ``"max"``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.clustering import AdjustedMutualInfoScore
+        >>> m = AdjustedMutualInfoScore()
+        >>> m.update(torch.tensor([0, 0, 1, 1, 2, 2]), torch.tensor([0, 0, 1, 1, 1, 2])).compute()
+        tensor(0.5024)
+    """
+
+    average_method: str = static(default="arithmetic")
+
+    def __post_init__(self) -> None:
+        _checks.check_choice(self, "average_method", AVERAGE_METHODS)
+
+    def compute(self) -> torch.Tensor:
+        """The score of the contingency table of the reduced pairs."""
+        table = self._table()
+        r, c = table.shape
+        if r == c == 1 or r == c == 0:
+            return _float(1.0, table)
+        mi = _mutual_info(table)
+        emi = _expected_mutual_info(table)
+        norm = _generalized_mean(_entropy(table.sum(1)), _entropy(table.sum(0)), self.average_method)
+        den = norm - emi
+        eps = torch.finfo(torch.float64).eps
+        den = torch.clamp(den, max=-eps) if den < 0 else torch.clamp(den, min=eps)
+        return _float((mi - emi) / den, table)
+
+
+class RandScore(_Contingency):
+    """Rand index: the share of sample pairs on which the clusterings agree, as ``sklearn.metrics.rand_score``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.clustering import RandScore
+        >>> RandScore().update(torch.tensor([0, 0, 1, 2]), torch.tensor([0, 0, 1, 1])).compute()
+        tensor(0.8333)
+    """
+
+    def compute(self) -> torch.Tensor:
+        """The score of the contingency table of the reduced pairs."""
+        table = self._table()
+        both, same_t, same_p, total = _pair_counts(table)
+        agree = total + 2 * both - same_t - same_p
+        if total == 0 or agree == total:
+            return _float(1.0, table)
+        return _float(agree / total, table)
+
+
+class AdjustedRandScore(_Contingency):
+    """Rand index adjusted for chance, as ``sklearn.metrics.adjusted_rand_score``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.clustering import AdjustedRandScore
+        >>> AdjustedRandScore().update(torch.tensor([0, 0, 1, 2]), torch.tensor([0, 0, 1, 1])).compute()
+        tensor(0.5714)
+    """
+
+    def compute(self) -> torch.Tensor:
+        """The score of the contingency table of the reduced pairs."""
+        table = self._table()
+        both, same_t, same_p, total = _pair_counts(table)
+        tp, fp, fn = both, same_p - both, same_t - both  # pairs: together in both, in preds only, in target only
+        tn = total - tp - fp - fn
+        if fn == 0 and fp == 0:
+            return _float(1.0, table)
+        return _float(2 * (tp * tn - fn * fp) / ((tp + fn) * (fn + tn) + (tp + fp) * (fp + tn)), table)
+
+
+def _homogeneity_completeness(table: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if table.sum() == 0:
+        return torch.ones((), dtype=torch.float64), torch.ones((), dtype=torch.float64)
+    mi = _mutual_info(table)
+    h_t, h_p = _entropy(table.sum(1)), _entropy(table.sum(0))
+    one = torch.ones((), dtype=torch.float64, device=table.device)
+    return (mi / h_t if h_t > 0 else one), (mi / h_p if h_p > 0 else one)
+
+
+class HomogeneityScore(_Contingency):
+    """Homogeneity: each predicted cluster holds members of one true class, as ``sklearn.metrics.homogeneity_score``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.clustering import HomogeneityScore
+        >>> HomogeneityScore().update(torch.tensor([0, 0, 1, 2]), torch.tensor([0, 0, 1, 1])).compute()
+        tensor(1.)
+    """
+
+    def compute(self) -> torch.Tensor:
+        """The score of the contingency table of the reduced pairs."""
+        table = self._table()
+        return _float(_homogeneity_completeness(table)[0], table)
+
+
+class CompletenessScore(_Contingency):
+    """Completeness: each true class lies in one predicted cluster, as ``sklearn.metrics.completeness_score``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.clustering import CompletenessScore
+        >>> CompletenessScore().update(torch.tensor([0, 0, 1, 2]), torch.tensor([0, 0, 1, 1])).compute()
+        tensor(0.6667)
+    """
+
+    def compute(self) -> torch.Tensor:
+        """The score of the contingency table of the reduced pairs."""
+        table = self._table()
+        return _float(_homogeneity_completeness(table)[1], table)
+
+
+class VMeasureScore(_Contingency):
+    """V-measure: the ``beta``-weighted harmonic mean of homogeneity and completeness (``sklearn.metrics``).
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.clustering import VMeasureScore
+        >>> VMeasureScore(beta=2.0).update(torch.tensor([0, 0, 1, 2]), torch.tensor([0, 0, 1, 1])).compute()
+        tensor(0.7500)
+    """
+
+    beta: float = static(default=1.0)
+
+    def __post_init__(self) -> None:
+        _checks.check_number(self, "beta", 0.0)
+
+    def compute(self) -> torch.Tensor:
+        """The score of the contingency table of the reduced pairs."""
+        table = self._table()
+        h, c = _homogeneity_completeness(table)
+        if h + c == 0:
+            return _float(0.0, table)
+        return _float((1 + self.beta) * h * c / (self.beta * h + c), table)
+
+
+class FowlkesMallowsIndex(_Contingency):
+    """Fowlkes-Mallows index: geometric mean of pair precision and recall, as ``sklearn.metrics``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.clustering import FowlkesMallowsIndex
+        >>> FowlkesMallowsIndex().update(torch.tensor([0, 0, 1, 2]), torch.tensor([0, 0, 1, 1])).compute()
+        tensor(0.7071)
+    """
+
+    def compute(self) -> torch.Tensor:
+        """The score of the contingency table of the reduced pairs."""
+        table = self._table()
+        both, same_t, same_p, _ = _pair_counts(table)
+        if both == 0:
+            return _float(0.0, table)
+        return _float((both / same_p).sqrt() * (both / same_t).sqrt(), table)

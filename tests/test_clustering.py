@@ -1,0 +1,155 @@
+"""Clustering metrics against scikit-learn and TorchMetrics, over random uneven shards (empty ranks included)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from shards import assert_close, check_sharded
+
+import scopedmetrics as sm
+import scopedmetrics.clustering as smcl
+
+skm = pytest.importorskip("sklearn.metrics")
+tmcl = pytest.importorskip("torchmetrics.clustering")
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+SKLEARN = {
+    "MutualInfoScore": lambda t, p, **k: skm.mutual_info_score(t, p),
+    "NormalizedMutualInfoScore": lambda t, p, **k: skm.normalized_mutual_info_score(t, p, **k),
+    "AdjustedMutualInfoScore": lambda t, p, **k: skm.adjusted_mutual_info_score(t, p, **k),
+    "RandScore": lambda t, p, **k: skm.rand_score(t, p),
+    "AdjustedRandScore": lambda t, p, **k: skm.adjusted_rand_score(t, p),
+    "HomogeneityScore": lambda t, p, **k: skm.homogeneity_score(t, p),
+    "CompletenessScore": lambda t, p, **k: skm.completeness_score(t, p),
+    "VMeasureScore": lambda t, p, **k: skm.v_measure_score(t, p, **k),
+    "FowlkesMallowsIndex": lambda t, p, **k: skm.fowlkes_mallows_score(t, p),
+}
+CONFIGS: list[tuple[str, dict[str, Any]]] = [(n, {}) for n in SKLEARN]
+CONFIGS += [("NormalizedMutualInfoScore", {"average_method": m}) for m in ("min", "geometric", "max")]
+CONFIGS += [("AdjustedMutualInfoScore", {"average_method": m}) for m in ("min", "geometric", "max")]
+CONFIGS += [("VMeasureScore", {"beta": 0.5}), ("VMeasureScore", {"beta": 3.0})]
+IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for n, kw in CONFIGS]
+
+
+def labels(n: int, seed: int, k_pred: int = 5, k_true: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    """Correlated cluster ids with arbitrary (negative, sparse, large) values that no one declared up front."""
+    g = torch.Generator().manual_seed(seed)
+    target = torch.randint(0, k_true, (n,), generator=g)
+    noise = torch.randint(0, k_pred, (n,), generator=g)
+    preds = torch.where(torch.rand(n, generator=g) < 0.6, target, noise)
+    ids = torch.tensor([-7, 3, 10**12, 42, 5, 0, 99])
+    return ids[preds], target * 3 - 2
+
+
+def sklearn_value(name: str, preds: torch.Tensor, target: torch.Tensor, **kw: Any) -> float:
+    return float(SKLEARN[name](target.numpy(), preds.numpy(), **kw))
+
+
+@pytest.mark.parametrize(("name", "kw"), CONFIGS, ids=IDS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sharded_equals_sklearn(name: str, kw: dict[str, Any], seed: int) -> None:
+    preds, target = labels(150, seed)
+    expected = sklearn_value(name, preds, target, **kw)
+    check_sharded(getattr(smcl, name)(**kw), (preds, target), torch.tensor(expected), seed=seed, atol=1e-6)
+
+
+@pytest.mark.parametrize(("name", "kw"), CONFIGS, ids=IDS)
+def test_equals_torchmetrics(name: str, kw: dict[str, Any]) -> None:
+    preds, target = labels(200, 5)
+    preds = torch.unique(preds, return_inverse=True)[1]  # TorchMetrics' own ids, small and non-negative
+    theirs = getattr(tmcl, name)(**kw)
+    theirs.update(preds, target)
+    with sm.use_reducer(sm.local()):
+        ours = getattr(smcl, name)(**kw).update(preds, target).compute()
+    assert_close(ours, theirs.compute(), atol=1e-5)
+
+
+@pytest.mark.parametrize(("name", "kw"), CONFIGS, ids=IDS)
+@pytest.mark.parametrize("case", ["one_cluster_both", "one_cluster_pred", "all_singletons", "identical", "two"])
+def test_degenerate_labelings_as_sklearn(name: str, kw: dict[str, Any], case: str) -> None:
+    if name == "AdjustedMutualInfoScore" and case == "all_singletons" and kw.get("average_method") == "min":
+        pytest.skip("0/0: mutual information, its expectation and the normalizer all equal; sklearn's -1 is rounding")
+    n = 6
+    target = torch.tensor([0, 0, 1, 1, 2, 2])
+    preds = {"one_cluster_both": torch.zeros(n, dtype=torch.long), "one_cluster_pred": torch.zeros(n, dtype=torch.long),
+             "all_singletons": torch.arange(n), "identical": target + 10, "two": torch.tensor([4, 4])}[case]
+    if case == "one_cluster_both":
+        target = torch.full((n,), 3)
+    if case == "two":
+        target = torch.tensor([1, 2])
+    with sm.use_reducer(sm.local()):
+        ours = getattr(smcl, name)(**kw).update(preds, target).compute()
+    assert_close(ours, torch.tensor(sklearn_value(name, preds, target, **kw)), atol=1e-6)
+
+
+def test_state_holds_distinct_pairs_only() -> None:
+    preds, target = labels(5000, 3)
+    m = smcl.AdjustedRandScore()
+    for i in range(0, 5000, 1000):
+        m = m.update(preds[i:i + 1000], target[i:i + 1000])
+    assert m.pairs.shape[0] <= 5 * 4 and int(m.counts.sum()) == 5000
+    assert m.pairs.dtype == m.counts.dtype == torch.long
+
+
+def test_merge_equals_concatenated() -> None:
+    preds, target = labels(100, 9)
+    a = smcl.NormalizedMutualInfoScore().update(preds[:30], target[:30])
+    b = smcl.NormalizedMutualInfoScore().update(preds[30:], target[30:])
+    with sm.use_reducer(sm.local()):
+        assert_close(a.merge(b).compute(), smcl.NormalizedMutualInfoScore().update(preds, target).compute())
+
+
+def test_mask() -> None:
+    preds, target = labels(40, 2)
+    keep = torch.arange(40) % 3 != 0
+    with sm.use_reducer(sm.local()):
+        got = smcl.RandScore().update(preds, target, mask=keep).compute()
+    assert_close(got, torch.tensor(sklearn_value("RandScore", preds[keep], target[keep])))
+
+
+def test_empty_is_sklearn_value_and_warns() -> None:
+    with sm.use_reducer(sm.local()), pytest.warns(UserWarning, match="empty"):
+        assert float(smcl.AdjustedRandScore().compute()) == skm.adjusted_rand_score(np.array([]), np.array([]))
+
+
+@pytest.mark.parametrize("name", list(SKLEARN))
+def test_bad_inputs(name: str) -> None:
+    m = getattr(smcl, name)()
+    with pytest.raises(TypeError, match=rf"{name}.update: argument `preds` must be a tensor"):
+        m.update([0, 1], torch.tensor([0, 1]))
+    with pytest.raises(TypeError, match=rf"{name}.update: argument `target` must hold integer cluster ids"):
+        m.update(torch.tensor([0, 1]), torch.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match=rf"{name}.update: arguments `preds` and `target` must have the same shape"):
+        m.update(torch.tensor([0, 1]), torch.tensor([0, 1, 1]))
+    with pytest.raises(ValueError, match=rf"{name}.update: argument `preds` must have shape \(N,\)"):
+        m.update(torch.zeros(2, 2, dtype=torch.long), torch.zeros(2, 2, dtype=torch.long))
+
+
+def test_bad_configuration() -> None:
+    with pytest.raises(ValueError, match="NormalizedMutualInfoScore: argument `average_method` must be one of"):
+        smcl.NormalizedMutualInfoScore(average_method="median")
+    with pytest.raises(ValueError, match="AdjustedMutualInfoScore: argument `average_method`"):
+        smcl.AdjustedMutualInfoScore("mean")
+    with pytest.raises(TypeError, match="VMeasureScore: argument `beta` must be a number"):
+        smcl.VMeasureScore(beta="1")
+    with pytest.raises(ValueError, match="VMeasureScore: argument `beta` must lie in"):
+        smcl.VMeasureScore(beta=-1.0)
+
+
+def test_checkpoint_round_trip() -> None:
+    preds, target = labels(50, 4)
+    m = smcl.MutualInfoScore().update(preds, target)
+    back = smcl.MutualInfoScore().load_state_dict(m.state_dict())
+    with sm.use_reducer(sm.local()):
+        assert_close(back.compute(), m.compute())
+
+
+@pytest.mark.parametrize("name", ["AdjustedRandScore", "AdjustedMutualInfoScore"])
+def test_sharded_in_a_world(world: Any, name: str) -> None:
+    preds, target = labels(90, 11)
+    check_sharded(getattr(smcl, name)(), (preds, target), torch.tensor(sklearn_value(name, preds, target)),
+                  world=world, world_sizes=(3,), seed=4)
