@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from scopedmetrics import tree
+from scopedmetrics import tree, wire
 from scopedmetrics.comm import Comm
 from scopedmetrics.errors import SyncError
 from scopedmetrics.reducers import Collective, Local, Reducer
@@ -200,7 +200,7 @@ def collective_reduce(
     flats = [_flat(leaves, idx, comm.device) for _, idx in small]
     carried = [leaves[i] for i in cat_at] + list(itertools.chain.from_iterable(merge_leaves)) + flats
     try:
-        payload = _pack(carried, comm.device) if carried and failure is None else None
+        payload = wire.pack(carried, comm.device) if carried and failure is None else None
     except Exception as err:  # noqa: BLE001 - every rank must still reach the header exchange
         payload, failure = None, err
     size = 0 if payload is None else payload.numel()
@@ -229,7 +229,7 @@ def collective_reduce(
         if size < longest:
             payload = torch.cat([payload, payload.new_zeros(longest - size)])
         payloads = comm.all_gather(payload)
-    per_rank = [_unpack(p) for p in payloads]
+    per_rank = [wire.unpack(p) for p in payloads]
     for k, i in enumerate(cat_at):
         out[i] = _join_cat(paths[i], [parts[k] for parts in per_rank], leaves[i])
     offset = len(cat_at)
@@ -286,46 +286,6 @@ def _scatter(flat: torch.Tensor, leaves: list[torch.Tensor], idx: list[int], out
     """Cut a reduced flat buffer back into leaves of their own shape, dtype and device."""
     for i, piece in zip(idx, torch.split(flat, [leaves[i].numel() for i in idx])):
         out[i] = piece.reshape(leaves[i].shape).to(leaves[i].device, leaves[i].dtype)
-
-
-_DTYPES = (
-    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-    torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128,
-)  # fmt: skip
-_CODE = {d: i for i, d in enumerate(_DTYPES)}
-
-
-def _pack(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
-    """Tensors of any dtypes and shapes as one uint8 buffer: a header of shapes, then data."""
-    meta: list[int] = []
-    chunks = []
-    for t in tensors:
-        if t.dtype not in _CODE:
-            raise TypeError(f"cannot carry a state of dtype {t.dtype}")
-        meta += [_CODE[t.dtype], t.ndim, *t.shape]
-        data = t.detach().contiguous().reshape(-1).view(torch.uint8).to(device)
-        chunks.append(data)
-        if data.numel() % 8:
-            chunks.append(torch.zeros(8 - data.numel() % 8, dtype=torch.uint8, device=device))
-    head = torch.tensor([len(meta), *meta], dtype=torch.int64).view(torch.uint8).to(device)
-    return torch.cat([head, *chunks])
-
-
-def _unpack(buf: torch.Tensor) -> list[torch.Tensor]:
-    n = int(buf[:8].cpu().view(torch.int64).item())
-    meta = buf[8 : 8 * (n + 1)].cpu().view(torch.int64).tolist()
-    pos, k, out = 8 * (n + 1), 0, []
-    while k < len(meta):
-        dtype, ndim = _DTYPES[meta[k]], meta[k + 1]
-        shape = meta[k + 2 : k + 2 + ndim]
-        k += 2 + ndim
-        nbytes = torch.Size(shape).numel() * dtype.itemsize
-        piece = buf[pos : pos + nbytes]
-        if piece.storage_offset() % dtype.itemsize:  # complex128 needs 16-byte alignment; rows are 8-aligned
-            piece = piece.clone()
-        out.append(piece.view(dtype).reshape(shape))
-        pos += nbytes + (-nbytes) % 8
-    return out
 
 
 def _join_cat(path: str, parts: list[torch.Tensor], mine: torch.Tensor) -> torch.Tensor:
