@@ -35,13 +35,12 @@ class _CoMoments(Metric):
     m2: torch.Tensor = state(default=0.0)
     low: torch.Tensor = state(default=0.0)
     high: torch.Tensor = state(default=0.0)
-    comoment: torch.Tensor = state(default=0.0)
+    comoment: torch.Tensor = state(init=lambda m: torch.zeros(m.num_outputs))
 
     def __post_init__(self) -> None:
         check_positive_int(self, "num_outputs")
         check_bool(self, "validate_args")
         _moments.init(self, (2, self.num_outputs))
-        object.__setattr__(self, "comoment", torch.zeros(self.num_outputs))
 
     def update(self: C, preds: Any, target: Any) -> C:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""

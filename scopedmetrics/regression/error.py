@@ -48,14 +48,13 @@ class MeanSquaredError(Metric):
     squared: bool = static(default=True)
     num_outputs: int = static(default=1)
     validate_args: bool = static(default=True)
-    sum_squared_error: torch.Tensor = state("sum", default=0.0)
+    sum_squared_error: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.num_outputs))
     total: torch.Tensor = state("sum", default=0)
 
     def __post_init__(self) -> None:
         check_bool(self, "squared")
         check_positive_int(self, "num_outputs")
         check_bool(self, "validate_args")
-        object.__setattr__(self, "sum_squared_error", torch.zeros(self.num_outputs))
 
     def update(self, preds: Any, target: Any) -> MeanSquaredError:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
@@ -88,13 +87,12 @@ class MeanAbsoluteError(Metric):
 
     num_outputs: int = static(default=1)
     validate_args: bool = static(default=True)
-    sum_abs_error: torch.Tensor = state("sum", default=0.0)
+    sum_abs_error: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.num_outputs))
     total: torch.Tensor = state("sum", default=0)
 
     def __post_init__(self) -> None:
         check_positive_int(self, "num_outputs")
         check_bool(self, "validate_args")
-        object.__setattr__(self, "sum_abs_error", torch.zeros(self.num_outputs))
 
     def update(self, preds: Any, target: Any) -> MeanAbsoluteError:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""

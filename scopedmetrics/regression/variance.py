@@ -74,7 +74,7 @@ class R2Score(Metric):
     m2: torch.Tensor = state(default=0.0)
     low: torch.Tensor = state(default=0.0)
     high: torch.Tensor = state(default=0.0)
-    rss: torch.Tensor = state(default=0.0)
+    rss: torch.Tensor = state(init=lambda m: torch.zeros(m.num_outputs))
 
     def __post_init__(self) -> None:
         if isinstance(self.adjusted, bool) or not isinstance(self.adjusted, int) or self.adjusted < 0:
@@ -83,7 +83,6 @@ class R2Score(Metric):
         check_positive_int(self, "num_outputs")
         check_bool(self, "validate_args")
         _moments.init(self, (self.num_outputs,))  # moments of the target
-        object.__setattr__(self, "rss", torch.zeros(self.num_outputs))
 
     def update(self, preds: Any, target: Any) -> R2Score:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
