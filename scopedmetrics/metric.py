@@ -7,6 +7,7 @@ then runs the subclass's own math on the reduced state.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import functools
@@ -587,7 +588,7 @@ def _holds_metrics(f: dataclasses.Field[Any]) -> bool:
 
 
 def _checking_config(init: Callable[..., None]) -> Callable[..., None]:
-    """Wrap a dataclass ``__init__``: shape ``init=`` states; every static must be comparable; tensors are copied.
+    """Wrap a dataclass ``__init__``: shape ``init=`` states; statics must be comparable; mutable ones are copied.
 
     A copy, so a caller writing into the tensor it passed cannot change a
     configuration that was already compared or cached.
@@ -604,11 +605,13 @@ def _checking_config(init: Callable[..., None]) -> Callable[..., None]:
             value = d[n]
             if isinstance(value, torch.Tensor):
                 d[n] = value.detach().clone()
-            else:
-                try:
-                    canonical(value)
-                except TypeError as err:
-                    raise TypeError(f"{type(self).__name__}: configuration {n!r} {err}") from None
+                continue
+            try:
+                canonical(value)
+            except TypeError as err:
+                raise TypeError(f"{type(self).__name__}: configuration {n!r} {err}") from None
+            if isinstance(value, (list, dict)):  # mutable containers: a later write must not reach the metric
+                d[n] = copy.deepcopy(value)
 
     return wrapper
 

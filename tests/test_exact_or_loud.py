@@ -83,6 +83,12 @@ def test_a_tensor_configuration_is_copied_so_later_writes_cannot_reach_it() -> N
     mine += 1
     assert torch.equal(m.thresholds, torch.zeros(3))
     assert m.merge(Thresholded(thresholds=torch.zeros(3))).thresholds.sum() == 0
+    bounds = [0.25, 0.5]
+    listed = Thresholded(thresholds=bounds)
+    bounds.append(0.75)  # the caller's list, changed after the metric was built
+    assert listed.thresholds == [0.25, 0.5]
+    with pytest.raises(ValueError, match="configurations differ"):
+        listed.merge(Thresholded(thresholds=bounds))
 
 
 # -- a plain reducer that works in place is handed copies --------------------------------
