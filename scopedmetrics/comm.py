@@ -8,11 +8,13 @@ world in ``simulate.py`` offers the same surface over threads.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Hashable
 from datetime import timedelta
 from typing import Any, cast
 
@@ -38,6 +40,10 @@ class Comm(ABC):
     def all_gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         """Every participant's ``tensor``, in rank order; sizes must agree."""
 
+    def all_gather_into(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Every participant's ``tensor`` stacked in rank order into one ``(size, *shape)`` tensor."""
+        return torch.stack(self.all_gather(tensor))
+
     @abstractmethod
     def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         """``tensor`` reduced element-wise with ``op`` across the group."""
@@ -45,6 +51,10 @@ class Comm(ABC):
     @abstractmethod
     def subcomm(self, members: list[int]) -> Comm:
         """The group of ``members`` (ranks of this group, ascending); only they call."""
+
+    def ident(self) -> Hashable | None:
+        """A name of this group equal on every member (``None``: cannot tell; ``subgroup`` then caches nothing)."""
+        return None
 
     def arrive(self) -> None:  # noqa: B027 - optional hook; in-memory worlds know who is missing
         """Note that this rank begins its next reduction, so a failure can name who never came."""
@@ -109,12 +119,27 @@ def _waiting(comm: TorchComm) -> None:
     _WAITING[threading.get_ident()] = (time.monotonic(), comm)
 
 
+def _latest(log: str) -> dict[int, int]:
+    """Each rank's latest count in an arrival log ``"rank:count,rank:count,..."``.
+
+    Examples:
+        >>> _latest("1:3,0:2,1:4,")
+        {1: 4, 0: 2}
+    """
+    out: dict[int, int] = {}
+    for entry in filter(None, log.split(",")):
+        rank, count = map(int, entry.split(":"))
+        out[rank] = max(out.get(rank, 0), count)
+    return out
+
+
 class TorchComm(Comm):
     """Collectives over a ``torch.distributed`` process group (gloo, NCCL, ...)."""
 
     def __init__(self, group: Any = None, timeout: float | None = None) -> None:
         self._group = group
         self.timeout = timeout
+        self._ranks: tuple[Any, tuple[int, ...]] | None = None  # (group, its global ranks), resolved on use
 
     @property
     def group(self) -> Any:
@@ -146,13 +171,22 @@ class TorchComm(Comm):
 
     def global_ranks(self, members: list[int]) -> tuple[int, ...]:
         """Global ranks of this group's ``members``."""
-        return tuple(dist.get_global_rank(self.group, r) for r in members)
+        ranks = self._members()
+        return tuple(ranks[r] for r in members)
 
     def _members(self) -> tuple[int, ...]:
-        return self.global_ranks(list(range(self.size)))
+        group = self.group
+        if self._ranks is None or self._ranks[0] is not group:
+            self._ranks = (group, tuple(dist.get_process_group_ranks(group)))
+        return self._ranks[1]
 
-    def _arrival_key(self, members: tuple[int, ...], global_rank: int) -> str:
-        return f"scopedmetrics/arrived/{'_'.join(map(str, members))}/{global_rank}"
+    def ident(self) -> Hashable:
+        return ("torch", self._members())
+
+    def _arrival_key(self, members: tuple[int, ...]) -> str:
+        """The group's arrival log: one store key, appended ``"rank:count,"`` by each rank that waits long."""
+        digest = hashlib.blake2b(",".join(map(str, members)).encode(), digest_size=12).hexdigest()
+        return f"scopedmetrics/arrived/{digest}"
 
     def arrive(self) -> None:
         members = self._members()
@@ -163,7 +197,8 @@ class TorchComm(Comm):
         try:
             members = self._members()
             store = dist.distributed_c10d._get_default_store()
-            store.set(self._arrival_key(members, dist.get_rank()), str(_ARRIVALS.get(members, 0)))
+            entry = f"{dist.get_rank()}:{_ARRIVALS.get(members, 0)},"
+            store.append(self._arrival_key(members), entry)  # type: ignore[attr-defined]  # missing from the stub
         except Exception:  # noqa: BLE001, S110 - best effort: the store may be gone with the rank that hosted it
             pass
 
@@ -172,6 +207,8 @@ class TorchComm(Comm):
 
         Live ranks may still be on their way when a dead peer fails the call at
         once, so the answer is polled until it holds still for half a second.
+        Each poll is one read of the group's arrival log, so a failure costs
+        O(1) store requests per rank, O(P) in all.
         """
         self._announce()
         try:
@@ -179,12 +216,10 @@ class TorchComm(Comm):
             mine = _ARRIVALS.get(members, 0)
             store = dist.distributed_c10d._get_default_store()
             deadline, stable_since, behind = time.monotonic() + grace, time.monotonic(), None
+            key = self._arrival_key(members)
             while True:
-                now = [
-                    g
-                    for g, r in enumerate(members)
-                    if not store.check([key := self._arrival_key(members, r)]) or int(store.get(key)) < mine
-                ]
+                seen = _latest(store.get(key).decode()) if store.check([key]) else {}
+                now = [g for g, r in enumerate(members) if seen.get(r, 0) < mine]
                 if now != behind:
                     behind, stable_since = now, time.monotonic()
                 if not behind or time.monotonic() - stable_since >= 0.5 or time.monotonic() >= deadline:
@@ -222,6 +257,12 @@ class TorchComm(Comm):
         out = [torch.empty_like(tensor) for _ in range(self.size)]
         self._wait(dist.all_gather(out, tensor, group=self.group, async_op=True), "all_gather")
         return out
+
+    def all_gather_into(self, tensor: torch.Tensor) -> torch.Tensor:
+        out = tensor.new_empty(self.size * tensor.numel())  # gloo takes the concatenated form only
+        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor  # renamed in torch 2.13
+        self._wait(gather(out, tensor.reshape(-1), group=self.group, async_op=True), "all_gather")
+        return out.view(self.size, *tensor.shape)
 
     def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         work = dist.all_reduce(tensor, op=_REDUCE_OPS[op], group=self.group, async_op=True)
@@ -299,6 +340,11 @@ class SplitComm(TorchComm):
         out = [torch.empty_like(tensor) for _ in range(self.size)]
         self._wait(self.pg.allgather([out], [tensor]), "all_gather")
         return out
+
+    def all_gather_into(self, tensor: torch.Tensor) -> torch.Tensor:
+        out = tensor.new_empty(self.size * tensor.numel())
+        self._wait(self.pg._allgather_base(out, tensor.reshape(-1)), "all_gather")
+        return out.view(self.size, *tensor.shape)
 
     def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         opts = dist.AllreduceOptions()

@@ -260,7 +260,8 @@ class Metric:
             fresh = _EMPTY[key] = tree.leaves(self.reset())
         mine = tree.leaves(self)
         return len(fresh) == len(mine) and all(
-            a.shape == b.shape and bool((a == b.to(a.device)).all()) for a, b in zip(mine, fresh)
+            a.shape == b.shape and torch.equal(a, b if b.device == a.device else b.to(a.device))
+            for a, b in zip(mine, fresh)
         )
 
     def _warn_if_empty(self) -> None:

@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from scopedmetrics.comm import Comm, TorchComm
+from scopedmetrics.exchange import Leaf, collective_reduce
 
 Reducer = Union[Callable[[torch.Tensor, str], torch.Tensor], "Local", "Collective"]
 """Anything callable as ``reducer(tensor, op) -> tensor``."""
@@ -72,8 +73,6 @@ class Collective:
 
     def __call__(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         """One leaf through the bucketed pass (agreement check included)."""
-        from scopedmetrics.sync import Leaf, collective_reduce
-
         leaves, _ = collective_reduce(self.comm, [Leaf("leaf", tensor, op)], [], [_describe_leaf(op, tensor)])
         return leaves[0]
 

@@ -7,6 +7,7 @@ bucketed pass, agreement check and ``subgroup`` splits as ``distributed``.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -18,9 +19,11 @@ from scopedmetrics.comm import Comm
 from scopedmetrics.errors import SyncError
 from scopedmetrics.reducers import Collective
 from scopedmetrics.scope import use_reducer
-from scopedmetrics.state import combine
 
 R = TypeVar("R")
+
+
+_SERIALS = itertools.count()
 
 
 class _Box:
@@ -41,6 +44,7 @@ class _World:
         self.cond = threading.Condition()
         self.box = _Box()
         self.subworlds: dict[tuple[int, ...], _World] = {}
+        self.serial = next(_SERIALS)  # a name no later world reuses (``id`` may be)
         if root is None:
             self.failure: str | None = None
             self.worlds: list[_World] = [self]
@@ -107,12 +111,23 @@ class ThreadComm(Comm):
             raise SyncError(f"all_gather with unequal sizes {sorted(shapes)} on rank {self.rank}")
         return [p.clone() for p in parts]
 
-    def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+    def all_gather_into(self, tensor: torch.Tensor) -> torch.Tensor:
         parts = self.world.exchange(self.rank, tensor)
-        acc = parts[0]
-        for p in parts[1:]:
-            acc = combine(op, acc, p)
-        return acc.clone() if acc is tensor else acc
+        shapes = {tuple(p.shape) for p in parts}
+        if len(shapes) > 1:
+            raise SyncError(f"all_gather with unequal sizes {sorted(shapes)} on rank {self.rank}")
+        return torch.stack(parts)
+
+    def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
+        stacked = self.all_gather_into(tensor)  # one reduction over ranks: the same bits on every rank
+        if op == "sum":
+            return stacked.sum(0).to(tensor.dtype)
+        if op == "prod":
+            return stacked.prod(0).to(tensor.dtype)
+        return stacked.amax(0) if op == "max" else stacked.amin(0)
+
+    def ident(self) -> tuple[str, int]:
+        return ("simulated", self.world.serial)
 
     def subcomm(self, members: list[int]) -> ThreadComm:
         return ThreadComm(self.world.sub(tuple(members)), members.index(self.rank))

@@ -28,9 +28,7 @@ def pack(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
     meta: list[int] = []
     chunks = []
     for t in tensors:
-        if t.dtype not in _CODE:
-            raise TypeError(f"cannot carry a state of dtype {t.dtype}")
-        meta += [_CODE[t.dtype], t.ndim, *t.shape]
+        meta += [code(t.dtype), t.ndim, *t.shape]
         data = t.detach().contiguous().reshape(-1).view(torch.uint8).to(device)
         chunks.append(data)
         if data.numel() % 8:
@@ -55,3 +53,15 @@ def unpack(buf: torch.Tensor) -> list[torch.Tensor]:
         out.append(piece.view(dtype).reshape(shape))
         pos += nbytes + (-nbytes) % 8
     return out
+
+
+def code(dtype: torch.dtype) -> int:
+    """The wire code of ``dtype`` (``TypeError`` for a dtype no state may hold)."""
+    if dtype not in _CODE:
+        raise TypeError(f"cannot carry a state of dtype {dtype}")
+    return _CODE[dtype]
+
+
+def dtype(code: int) -> torch.dtype:
+    """The dtype of a wire ``code``."""
+    return _DTYPES[code]

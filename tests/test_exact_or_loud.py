@@ -14,6 +14,7 @@ import torch
 from worlds import CountingComm
 
 import scopedmetrics as sm
+from scopedmetrics import exchange
 from scopedmetrics.comm import Comm
 from scopedmetrics.reducers import Collective
 from scopedmetrics.state import combine
@@ -134,10 +135,14 @@ class Replicas(Comm):
         raise NotImplementedError
 
 
-@pytest.mark.parametrize("large", [False, True], ids=["gathered", "all_reduced"])
+@pytest.mark.parametrize("plan", ["gathered", "all_reduced", "reduce plan"])
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min"])
-def test_bool_states_reduce_like_merge_at_256_participants(op: str, large: bool) -> None:
+def test_bool_states_reduce_like_merge_at_256_participants(
+    op: str, plan: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """0.1 carried bool sums as uint8: 256 participants holding True summed to False."""
+    large = plan == "all_reduced"
+    monkeypatch.setattr(exchange, "CROSSOVER", 1 if plan == "reduce plan" else 1 << 20)
     n = 1 << 16 if large else 3  # 64 KiB x 256 ranks is past the gather limit: one all_reduce
     t = torch.ones(n, dtype=torch.bool)
     comm = CountingComm(Replicas(256))
@@ -146,6 +151,9 @@ def test_bool_states_reduce_like_merge_at_256_participants(op: str, large: bool)
     for _ in range(255):
         folded = combine(op, folded, t)
     assert out[0].dtype == torch.bool and torch.equal(out[0], folded) and bool(out[0].all())
+    if plan == "reduce plan":  # the agreement all_reduce carries the flags as order keys
+        assert comm.calls == ["all_reduce:max"]
+        return
     assert ("all_reduce:max" in comm.calls or "all_reduce:min" in comm.calls) == large
 
 

@@ -28,7 +28,7 @@ from worlds import WorkerDiedError
 import scopedmetrics as sm
 import scopedmetrics.classification as smc
 import scopedmetrics.regression as smr
-from scopedmetrics import sync
+from scopedmetrics import exchange
 from scopedmetrics.comm import Comm
 from scopedmetrics.reducers import Collective
 
@@ -295,7 +295,7 @@ class DyingComm(Comm):
 
 def die_mid_reduction_case(rank: int, timeout: float) -> tuple[bool, Any, float]:
     """Rank 2 dies after the header exchange, inside the payload exchange (too large for the first gather)."""
-    big = torch.ones(sync.first_room(SIZE) // 2)  # float32: twice the room
+    big = torch.ones(exchange.first_room(SIZE) // 2)  # float32: twice the room
     tree = {"s": sm.Sum().update(torch.ones(1)), "c": sm.Cat().update(big)}
     with bounded(timeout):
         if rank == ODD:

@@ -19,7 +19,7 @@ from custom import MeanSquaredError
 from worlds import CountingComm
 
 import scopedmetrics as sm
-from scopedmetrics import sync
+from scopedmetrics import exchange
 from scopedmetrics.classification import BinaryAUROC
 from scopedmetrics.reducers import Collective
 
@@ -144,13 +144,13 @@ def ten_metrics(num: int) -> sm.Collection:
 
 @contextlib.contextmanager
 def gather_limit(limit: int | None) -> Iterator[None]:
-    """Set ``sync.GATHER_LIMIT`` for a block (``None``: leave it)."""
-    saved = sync.GATHER_LIMIT
-    sync.GATHER_LIMIT = saved if limit is None else limit
+    """Set ``exchange.GATHER_LIMIT`` for a block (``None``: leave it)."""
+    saved = exchange.GATHER_LIMIT
+    exchange.GATHER_LIMIT = saved if limit is None else limit
     try:
         yield
     finally:
-        sync.GATHER_LIMIT = saved
+        exchange.GATHER_LIMIT = saved
 
 
 def count_case(
@@ -291,7 +291,7 @@ def test_collective_count_does_not_grow_with_members(world: Any) -> None:
         if world.kind == "gloo":
             assert torch_calls == ["all_gather"]
     # A payload larger than the first gather's room takes a second, padded all_gather.
-    rows = sync.first_room(3) // 4  # rank 2's Cat alone holds twice the room
+    rows = exchange.first_room(3) // 4  # rank 2's Cat alone holds twice the room
     big = world.run(count_case, 3, 10, None, rows)
     for calls, torch_calls, values in big:
         assert calls == ["all_gather", "all_gather"]
