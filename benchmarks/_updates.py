@@ -24,6 +24,7 @@ import torchmetrics.classification as tmc
 from _common import compare, ratio, table
 
 import scopedmetrics as sm
+import scopedmetrics.classification as sm_classification
 from scopedmetrics.classification import BinaryAUROC, MulticlassAccuracy, MulticlassF1Score
 from scopedmetrics.regression import MeanSquaredError
 
@@ -170,6 +171,15 @@ def cases(n: int, number: int, repeat: int) -> list[Case]:
                 "sm": _sm(m, logits, labels),
                 "tm": _tm(tm_cls(num_classes=C, average="macro", validate_args=validate), logits, labels),
             }))
+        floor, floor_state = _floor_multiclass(logits, labels)
+        five = sm.Collection(_five(sm_classification, validate))
+        _agree_multiclass(five.update(logits, labels)["f1"], floor, floor_state)
+        tm_five = torchmetrics.MetricCollection(_five(tmc, validate), compute_groups=True)
+        tm_five.update(logits, labels)  # the first update finds the compute group (one, here)
+        tm_five.reset()
+        out.append(Case("Collection of 5 multiclass", setting + ", macro", {
+            "floor": floor, "sm": _sm(five, logits, labels), "tm": _tm(tm_five, logits, labels),
+        }, note="accuracy, precision, recall, F1, specificity; tm: MetricCollection(compute_groups=True)"))
         floor, floor_state = _floor_mse(x, y)
         m = MeanSquaredError(validate_args=validate)
         _agree(m.update(x, y), ("sum_squared_error", "total"), floor, floor_state)
@@ -202,6 +212,13 @@ def cases(n: int, number: int, repeat: int) -> list[Case]:
             "tm": _tm(tmc.BinaryAUROC(thresholds=T, validate_args=validate), scores, binary),
         }))
     return out
+
+
+def _five(module: Any, validate: bool) -> dict[str, Any]:
+    """Accuracy, precision, recall, F1 and specificity of ``module`` (ours or TorchMetrics'), by member name."""
+    names = {"acc": "Accuracy", "p": "Precision", "r": "Recall", "f1": "F1Score", "spec": "Specificity"}
+    return {k: getattr(module, f"Multiclass{v}")(num_classes=C, average="macro", validate_args=validate)
+            for k, v in names.items()}
 
 
 def _agree(m: sm.Metric, fields: tuple[str, ...], floor: Impl, state: Callable[[], tuple[torch.Tensor, ...]]) -> None:

@@ -37,7 +37,7 @@ BATCH = 2_000
 C = 10
 
 _COLLECTIVES = (
-    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "broadcast",
+    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_single", "all_gather_object", "broadcast",
     "broadcast_object_list", "barrier", "reduce", "gather", "gather_object", "scatter", "reduce_scatter",
     "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "send", "recv", "isend", "irecv",
     "monitored_barrier",

@@ -14,7 +14,23 @@ over 100,000 (MRR only, to check its time grows linearly, and for its peak
 memory); its 100,000-query time for the other metrics is the 10,000-query
 time times 10, marked ``~``.
 
-Every case runs in a fresh subprocess: it builds its inputs, warms up on a
+Part 3 (issue #13's sync figure) syncs a text and retrieval collection over
+four gloo processes: WER, CER, BLEU, chrF and ROUGE over ``SYNC_PAIRS``
+sentence pairs and RetrievalMAP, MRR and NDCG over ``SYNC_QUERIES`` queries of
+10 documents. sm reduces its three collections in one ``sm.compute``;
+TorchMetrics holds the same metrics in one ``MetricCollection``. Twice: on
+uneven shards (40/30/20/10%, whole queries per rank) without ROUGE, as
+TorchMetrics 1.9 cannot sync its ``ROUGEScore`` there (its per-sentence list
+states, ``dist_reduce_fx=None``, are gathered one tensor per sentence, so
+ranks with fewer sentences issue fewer collectives: the smallest rank returns
+a wrong value and the others hang), then on even shards with ROUGE. Values are
+checked equal, then ``compute()`` is timed (each call after a barrier; the
+slowest rank's time per iteration; the median over iterations), next to its
+math alone (``local()``, TorchMetrics without sync), and the
+``torch.distributed`` calls of one ``compute()`` are counted. Results go to
+``results/text_retrieval_sync.json`` (``--only sync`` runs only this part).
+
+Every case of parts 1 and 2 runs in a fresh subprocess: it builds its inputs, warms up on a
 small slice, then times the call (the median of ``--repeat`` calls, 3 by
 default, for scopedmetrics; one call for the others, which take seconds) and
 measures its peak memory: the rise of the process's peak RSS (``VmHWM``,
@@ -22,13 +38,16 @@ reset through ``/proc/self/clear_refs``) above the RSS before the first
 timed call, inputs excluded. The values of every implementation are checked
 equal.
 
-Run: ``python benchmarks/text_retrieval.py`` (about 2 minutes; ``--quick``: one repeat).
+Run: ``python benchmarks/text_retrieval.py`` (about 3 minutes; ``--quick``: one repeat).
 Prints Markdown tables and writes ``benchmarks/results/text_retrieval.json``.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
+import os
+import queue
 import random
 import statistics
 import subprocess
@@ -46,6 +65,10 @@ BATCH = 1_000
 QUERIES = 100_000
 DOCS = 10
 TM_QUERIES = 10_000
+SYNC_WORLD = 4
+SYNC_PAIRS = 2_000
+SYNC_QUERIES = 400
+SYNC_SHARES = (4, 3, 2, 1)  # rank r's share of the pairs and of the queries, in tenths
 RETRIEVAL = ("RetrievalMRR", "RetrievalMAP", "RetrievalNormalizedDCG", "RetrievalPrecision", "RetrievalRecall",
              "RetrievalHitRate", "RetrievalRPrecision", "RetrievalFallOut")
 
@@ -177,6 +200,196 @@ def retrieval_case(metric: str, who: str, queries: int, repeat: int) -> dict[str
     return {name: once(name) for name in RETRIEVAL}  # one process for all: times only (peaks would overlap)
 
 
+# -- part 3: one sync of a text + retrieval collection over gloo -----------------------------------------
+
+
+def _sync_rows(rank: int, n: int, shares: tuple[int, ...], unit: int = 1) -> slice:
+    """Rank ``rank``'s share of ``n`` items (whole groups of ``unit`` rows each)."""
+    total = sum(shares)
+    edges = [round(n * sum(shares[:r]) / total) * unit for r in range(len(shares) + 1)]
+    return slice(edges[rank], edges[rank + 1])
+
+
+def _sync_data(rank: int, shares: tuple[int, ...]) -> dict[str, Any]:
+    preds, refs = corpus()
+    text = _sync_rows(rank, SYNC_PAIRS, shares)
+    p, t, i = rankings(SYNC_QUERIES, seed=1)
+    rows = _sync_rows(rank, SYNC_QUERIES, shares, DOCS)  # rankings() keeps each query's documents together
+    return {"preds": preds[text], "refs": refs[text], "scores": p[rows], "relevant": t[rows], "indexes": i[rows]}
+
+
+ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")  # TorchMetrics' default adds rougeLsum, which downloads nltk's punkt
+
+
+def _sync_sm(d: dict[str, Any], rouge: bool) -> dict[str, Any]:
+    import scopedmetrics as sm
+    import scopedmetrics.retrieval as smr
+    import scopedmetrics.text as smt
+
+    nested = [[r] for r in d["refs"]]
+    translation: dict[str, Any] = {"bleu": smt.BLEUScore(), "chrf": smt.CHRFScore()}
+    if rouge:
+        translation["rouge"] = smt.ROUGEScore(rouge_keys=ROUGE_KEYS)
+    return {
+        "rates": sm.Collection(wer=smt.WordErrorRate(), cer=smt.CharErrorRate()).update(d["preds"], d["refs"]),
+        "translation": sm.Collection(translation).update(d["preds"], nested),
+        "retrieval": sm.Collection(map=smr.RetrievalMAP(), mrr=smr.RetrievalMRR(), ndcg=smr.RetrievalNormalizedDCG())
+        .update(d["scores"], d["relevant"], indexes=d["indexes"]),
+    }
+
+
+def _sync_tm(d: dict[str, Any], rouge: bool) -> Any:
+    import torchmetrics
+    import torchmetrics.retrieval as tmr
+    import torchmetrics.text as tmt
+
+    nested = [[r] for r in d["refs"]]
+    members = {"wer": tmt.WordErrorRate(), "cer": tmt.CharErrorRate(), "bleu": tmt.BLEUScore(), "chrf": tmt.CHRFScore(),
+               "rouge": tmt.ROUGEScore(rouge_keys=ROUGE_KEYS), "map": tmr.RetrievalMAP(), "mrr": tmr.RetrievalMRR(),
+               "ndcg": tmr.RetrievalNormalizedDCG()}
+    for name in ("wer", "cer"):
+        members[name].update(d["preds"], d["refs"])
+    if not rouge:
+        del members["rouge"]
+    for name in ("bleu", "chrf", "rouge")[: 3 if rouge else 2]:
+        members[name].update(d["preds"], nested)
+    for name in ("map", "mrr", "ndcg"):
+        members[name].update(d["scores"], d["relevant"], indexes=d["indexes"])
+    return torchmetrics.MetricCollection(members)
+
+
+def _flat(values: dict[str, Any]) -> dict[str, float]:
+    """sm's nested dict and TorchMetrics' flat one as ``{"bleu": .., "rouge1_fmeasure": .., ...}``."""
+    out: dict[str, float] = {}
+    for k, v in values.items():
+        if isinstance(v, dict):
+            out.update(_flat(v))
+        else:
+            out[k] = float(v)
+    return out
+
+
+def _sync_bench(rank: int, iters: int, warmup: int, shares: tuple[int, ...], rouge: bool) -> dict[str, Any]:
+    import torch.distributed as dist
+    from sync import Counting
+
+    counting = Counting()  # before scopedmetrics is imported, so that its bindings are the counted functions
+    import scopedmetrics as sm
+
+    d = _sync_data(rank, shares)
+    ours, theirs = _sync_sm(d, rouge), _sync_tm(d, rouge)
+
+    def tm_compute(sync: bool = True) -> Any:
+        for m in theirs.values():  # TorchMetrics caches compute() until the next update: a fresh one each time
+            m._computed = None
+            m._to_sync = sync
+        try:
+            return theirs.compute()
+        finally:
+            for m in theirs.values():
+                m._to_sync = True
+
+    def sm_local() -> Any:
+        with sm.use_reducer(sm.local()):
+            return sm.compute(ours)
+
+    a, b = _flat(sm.compute(ours)), _flat(tm_compute())
+    if a.keys() != b.keys() or any(abs(a[k] - b[k]) > 1e-4 * max(1.0, abs(b[k])) for k in a):
+        raise AssertionError(f"rank {rank}: scopedmetrics {a} vs torchmetrics {b}")
+    impls = {"sm": lambda: sm.compute(ours), "tm": tm_compute, "sm_local": sm_local,
+             "tm_local": lambda: tm_compute(sync=False)}
+    times: dict[str, list[float]] = {k: [] for k in impls}
+    calls: dict[str, dict[str, int]] = {}
+    for i in range(warmup + iters):
+        for name, fn in impls.items():
+            dist.barrier()
+            elapsed, used, _ = counting.measure(fn)
+            if i >= warmup:
+                times[name].append(elapsed)
+                calls[name] = used
+    return {"times": times, "calls": calls, "values": a}
+
+
+def _sync_worker(rank: int, port: int, config: tuple[Any, ...], out: Any) -> None:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import traceback
+
+    import torch.distributed as dist
+
+    _common.setup()
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=SYNC_WORLD)
+        out.put((rank, True, _sync_bench(rank, *config)))
+        dist.destroy_process_group()
+    except BaseException:  # noqa: BLE001 - reported by the parent
+        out.put((rank, False, traceback.format_exc()))
+
+
+def sync_world(iters: int, warmup: int, shares: tuple[int, ...], rouge: bool) -> dict[str, Any]:
+    """One configuration in ``SYNC_WORLD`` gloo processes: per implementation, calls and the slowest rank's ms."""
+    from sync import _free_port
+
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_sync_worker, args=(r, port, (iters, warmup, shares, rouge), out), daemon=True)
+             for r in range(SYNC_WORLD)]
+    for proc in procs:
+        proc.start()
+    results: dict[int, Any] = {}
+    try:
+        while len(results) < SYNC_WORLD:
+            rank, ok, value = out.get(timeout=600)
+            if not ok:
+                raise RuntimeError(f"rank {rank} failed:\n{value}")
+            results[rank] = value
+    except queue.Empty:
+        raise TimeoutError(f"world of {SYNC_WORLD} hung") from None
+    finally:
+        for proc in procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+    per_rank = [results[r] for r in range(SYNC_WORLD)]
+    rows = {}
+    for name in per_rank[0]["times"]:
+        slowest = [max(ts) for ts in zip(*(r["times"][name] for r in per_rank))]
+        kinds = per_rank[0]["calls"].get(name, {})
+        rows[name] = {"collectives": sum(kinds.values()), "by_kind": kinds,
+                      "median_ms": statistics.median(slowest) * 1e3, "min_ms": min(slowest) * 1e3,
+                      "max_ms": max(slowest) * 1e3, "iterations": len(slowest)}
+    return {"shares": shares, "rouge": rouge, "rows": rows, "values": per_rank[0]["values"]}
+
+
+def sync_part(quick: bool) -> dict[str, Any]:
+    """Part 3: uneven shards without ROUGE (TorchMetrics cannot sync it there), then even shards with it."""
+    iters, warmup = (3, 1) if quick else (15, 3)
+    uneven = sync_world(iters, warmup, SYNC_SHARES, rouge=False)
+    print_sync(uneven)
+    even = sync_world(max(3, iters // 5), 1, (1,) * SYNC_WORLD, rouge=True)
+    print_sync(even)
+    return {"uneven_without_rouge": uneven, "even_with_rouge": even}
+
+
+def print_sync(result: dict[str, Any]) -> None:
+    r = result["rows"]
+    sync_ms = {k: r[k]["median_ms"] - r[f"{k}_local"]["median_ms"] for k in ("sm", "tm")}
+    body = []
+    for key, label in (("sm", "scopedmetrics, one sm.compute"), ("tm", "TorchMetrics MetricCollection")):
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(r[key]["by_kind"].items()))
+        body.append([label, r[key]["collectives"], kinds, r[key]["median_ms"], r[f"{key}_local"]["median_ms"],
+                     sync_ms[key]])
+    members = "WER, CER, BLEU, chrF" + (", ROUGE" if result["rouge"] else "") + ", MAP, MRR, NDCG"
+    print(f"\n{members}: {SYNC_WORLD} gloo ranks, {SYNC_PAIRS:,} pairs and {SYNC_QUERIES} queries x {DOCS}, "
+          f"shares {result['shares']}:")
+    print(_common.table(["implementation", "collectives", "which", "compute ms", "math only ms", "sync ms"], body,
+                        digits=[0, 0, 0, 1, 1, 1]))
+    print(f"sm/tm: collectives {r['sm']['collectives']}/{r['tm']['collectives']} = "
+          f"{r['sm']['collectives'] / r['tm']['collectives']:.3f}, compute "
+          f"{_common.ratio(r['sm']['median_ms'], r['tm']['median_ms']):.3f}, sync (compute - math) "
+          f"{_common.ratio(sync_ms['sm'], sync_ms['tm']):.3f}")
+
+
 def run_case(spec: list[str], repeat: int, cpu_clock: bool) -> dict[str, Any]:
     """``spec`` in a fresh Python: its JSON result."""
     cmd = [sys.executable, __file__, "--case", *spec, "--repeat", str(repeat)] + (["--cpu-clock"] if cpu_clock else [])
@@ -203,6 +416,13 @@ def main() -> None:
 
     def keep(name: str) -> bool:
         return not args.only or args.only in name
+
+    save_sync = not args.no_save
+    if args.only == "sync":
+        result = sync_part(args.quick)
+        if save_sync:
+            _common.save("text_retrieval_sync", {"machine": _common.machine(), "config": _sync_config(), **result})
+        return
 
     for metric, ref in (("WordErrorRate", "jiwer"), ("BLEUScore", "sacrebleu")):
         if not keep(metric):
@@ -254,6 +474,10 @@ def main() -> None:
     print(f"\n~: TorchMetrics over {TM_QUERIES:,} queries, times {QUERIES // TM_QUERIES} (its compute loops over "
           "queries, linear in their number; MRR is measured at the full size, its peak too). "
           f"Total {time.perf_counter() - started:.0f} s.")
+    if not args.only:
+        result = sync_part(args.quick)
+        if save_sync:
+            _common.save("text_retrieval_sync", {"machine": _common.machine(), "config": _sync_config(), **result})
     if args.only:
         args.no_save = True
     _common.save("text_retrieval", {
@@ -262,6 +486,11 @@ def main() -> None:
                    "repeat": repeat},
         "rows": rows,
     }, args)
+
+
+def _sync_config() -> dict[str, Any]:
+    return {"world": SYNC_WORLD, "pairs": SYNC_PAIRS, "queries": SYNC_QUERIES, "docs": DOCS,
+            "rouge_keys": ROUGE_KEYS, "backend": "gloo (127.0.0.1)"}
 
 
 def argparse_hidden() -> str:

@@ -20,7 +20,9 @@ first update, and the bytes of state kept per image:
 Part 2 times one ``MeanIoU`` update of 8 images of 512x512 with 21 classes
 (index labels) against the floor, a bare ``torch.bincount`` of
 ``target * 21 + pred`` (one dataset confusion matrix), and TorchMetrics'
-``MeanIoU``; round-robin, median of ``--repeat``.
+``MeanIoU``; round-robin, median of ``--repeat``. Part 3 does the same at
+8 x 256x256, for index labels and bool one-hot masks, with TorchMetrics in the
+same round-robin and every row also as a ratio to it (``--seg``: parts 2 and 3 only).
 
 Run: ``python benchmarks/vision.py`` (``--quick``: 1,000 images, fewer calls).
 Prints Markdown tables and writes ``benchmarks/results/vision.json``.
@@ -259,15 +261,104 @@ def part2(number: int, repeat: int) -> list[dict[str, Any]]:
     return [{"impl": k, **v, "ratio_to_floor": v["median_us"] / res["floor"]["median_us"]} for k, v in res.items()]
 
 
+# -- part 3: MeanIoU update at 256x256, index and one-hot, ratios beside TorchMetrics ---------------------------
+
+SIDE3 = 256
+
+
+def part3(number: int, repeat: int) -> list[dict[str, Any]]:
+    """MeanIoU update of 8 x 256x256 maps, 21 classes, as index labels and as bool one-hot masks.
+
+    Floors: for both forms the bare ``bincount`` of ``target * 21 + pred`` on the index labels (the issue's
+    target: at most 1.2x of it), and for one-hot the bare per-sample sums ``(p & t)``, ``p``, ``t`` over the
+    pixels (what any metric must read from a multi-hot mask), in their fastest bare form.
+    """
+    import warnings
+
+    import torchmetrics.segmentation as tms
+
+    from scopedmetrics.segmentation import MeanIoU
+    from scopedmetrics.segmentation._inputs import Counts, _index_counts
+
+    g = torch.Generator().manual_seed(3)
+    c = SEG_CLASSES
+    target = torch.randint(0, c, (SEG_BATCH, SIDE3, SIDE3), generator=g)
+    preds = torch.where(torch.rand(target.shape, generator=g) < 0.8, target,
+                        torch.randint(0, c, target.shape, generator=g))
+    p_hot = torch.nn.functional.one_hot(preds, c).movedim(-1, 1).bool().contiguous()  # (N, C, H, W), as a
+    t_hot = torch.nn.functional.one_hot(target, c).movedim(-1, 1).bool().contiguous()  # network's masks come
+    floor_state = torch.zeros(c * c, dtype=torch.int64)
+    hot_state = torch.zeros(3, SEG_BATCH, c, dtype=torch.int64)
+    cm = torch.bincount((target * c + preds).flatten(), minlength=c * c).view(c, c)
+    for fmt, (pp, tt) in (("index", (preds, target)), ("one-hot", (p_hot, t_hot))):
+        check = MeanIoU(c, input_format=fmt, aggregation_level="global").update(pp, tt)
+        assert torch.equal(check.sums["inter"], cm.diagonal())  # the floor's state holds the same counts
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tm = {"index": tms.MeanIoU(c, input_format="index"), "one-hot": tms.MeanIoU(c, input_format="one-hot")}
+        assert torch.allclose(MeanIoU(c, input_format="index").update(preds, target).compute(),
+                              tms.MeanIoU(c, input_format="index")(preds, target).float().squeeze(), atol=1e-6)
+    holder: dict[str, Any] = {"index": MeanIoU(c, input_format="index"), "one-hot": MeanIoU(c)}
+    counted: dict[str, Any] = {}
+
+    def floor() -> None:
+        floor_state.add_(torch.bincount((target * c + preds).flatten(), minlength=c * c))
+
+    blocks = SIDE3 * SIDE3 // 2**14
+
+    def bare(x: torch.Tensor) -> torch.Tensor:  # bytes summed in int16 by blocks of 2^14 pixels (a plain sum of
+        # bools or int64 does not vectorise: 10x slower)
+        return x.view(torch.uint8).view(SEG_BATCH, c, blocks, 2**14).sum(-1, dtype=torch.int16).sum(-1)
+
+    def floor_hot() -> None:
+        hot_state[0].add_(bare(p_hot & t_hot))
+        hot_state[1].add_(bare(p_hot))
+        hot_state[2].add_(bare(t_hot))
+
+    def sm_index() -> None:
+        holder["index"] = holder["index"].update(preds, target)
+
+    def sm_counts_unchecked() -> None:  # the counting alone, without reading the inputs' types and label ranges
+        k: Counts = _index_counts(preds, target, c)
+        counted["c"] = k
+
+    def sm_hot() -> None:
+        holder["one-hot"] = holder["one-hot"].update(p_hot, t_hot)
+
+    def tm_index() -> None:
+        tm["index"].update(preds, target)
+
+    def tm_hot() -> None:
+        tm["one-hot"].update(p_hot, t_hot)
+
+    fns = {"floor (index bincount)": floor, "floor (one-hot sums)": floor_hot, "sm index": sm_index,
+           "sm index, counting only": sm_counts_unchecked, "sm one-hot": sm_hot, "tm index": tm_index,
+           "tm one-hot": tm_hot}
+    res = _common.compare(fns, number=number, repeat=repeat)
+    fl, fh = res["floor (index bincount)"]["median_us"], res["floor (one-hot sums)"]["median_us"]
+    tm_of = {"index": res["tm index"]["median_us"], "one-hot": res["tm one-hot"]["median_us"]}
+    rows = []
+    for k, v in res.items():
+        form = "one-hot" if "one-hot" in k else "index"
+        rows.append({"impl": k, **v, "ratio_to_floor": v["median_us"] / fl,
+                     "ratio_to_one_hot_floor": v["median_us"] / fh if form == "one-hot" else None,
+                     "ratio_to_tm": v["median_us"] / tm_of[form] if k.startswith("sm") else None})
+    return rows
+
+
 def main() -> None:
     p = _common.parser(__doc__, repeat=7)
     p.add_argument("--case", default="", help=argparse_hidden())
     p.add_argument("--images", type=int, default=0, help="images for part 1 (default 5000; --quick 1000)")
+    p.add_argument("--seg", action="store_true", help="only the MeanIoU parts (2 and 3); does not save")
     args = p.parse_args()
     if args.case:
         print(json.dumps(_case(args.case, args.images)))
         return
     _common.setup(args)
+    if args.seg:
+        _print_seg(args)
+        return
     n = args.images or (1000 if args.quick else 5000)
     print(f"vision part 1: MeanAveragePrecision, {n} images x {BOXES} boxes and {BOXES} detections, "
           f"{CLASSES} classes, batches of {BATCH}")
@@ -281,6 +372,17 @@ def main() -> None:
     print()
     print(_common.table(["case", "update s", "compute s", "total s", "total / sm", "peak rise MiB",
                          "state B/image", "= pycocotools"], body, digits=[0, 2, 2, 2, 2, 1, 0, 0]))
+    number, seg, seg3 = _print_seg(args)
+    _common.save("vision", {"machine": _common.machine(),
+                            "config": {"images": n, "boxes": BOXES, "classes": CLASSES, "batch": BATCH,
+                                       "seg": [SEG_BATCH, SIDE, SIDE, SEG_CLASSES],
+                                       "seg3": [SEG_BATCH, SIDE3, SIDE3, SEG_CLASSES], "number": number,
+                                       "repeat": args.repeat},
+                            "map": rows, "mean_iou": seg, "mean_iou_256": seg3}, args)
+
+
+def _print_seg(args: Any) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Parts 2 and 3, printed as tables."""
     number = 1 if args.quick else 3  # TorchMetrics takes about 1.5 s an update here
     print(f"\nvision part 2: MeanIoU update, {SEG_BATCH} x {SIDE}x{SIDE}, {SEG_CLASSES} classes, "
           f"{number} updates per repeat, median of {args.repeat}")
@@ -289,11 +391,15 @@ def main() -> None:
     print(_common.table(["impl", "median ms", "min ms", "max ms", "x floor"],
                         [[r["impl"], r["median_us"] / 1e3, r["min_us"] / 1e3, r["max_us"] / 1e3,
                           r["ratio_to_floor"]] for r in seg], digits=[0, 2, 2, 2, 2]))
-    _common.save("vision", {"machine": _common.machine(),
-                            "config": {"images": n, "boxes": BOXES, "classes": CLASSES, "batch": BATCH,
-                                       "seg": [SEG_BATCH, SIDE, SIDE, SEG_CLASSES], "number": number,
-                                       "repeat": args.repeat},
-                            "map": rows, "mean_iou": seg}, args)
+    print(f"\nvision part 3: MeanIoU update, {SEG_BATCH} x {SIDE3}x{SIDE3}, {SEG_CLASSES} classes, index and "
+          f"bool one-hot, {number} updates per repeat, median of {args.repeat}")
+    seg3 = part3(number, args.repeat)
+    print()
+    print(_common.table(["impl", "median ms", "min ms", "max ms", "x index floor", "x one-hot floor", "x tm"],
+                        [[r["impl"], r["median_us"] / 1e3, r["min_us"] / 1e3, r["max_us"] / 1e3,
+                          r["ratio_to_floor"], r["ratio_to_one_hot_floor"], r["ratio_to_tm"]] for r in seg3],
+                        digits=[0, 2, 2, 2, 2, 2, 3]))
+    return number, seg, seg3
 
 
 def argparse_hidden() -> str:

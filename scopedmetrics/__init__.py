@@ -24,7 +24,10 @@ from scopedmetrics.classification import BinaryCohenKappa as BinaryCohenKappa
 from scopedmetrics.classification import BinaryConfusionMatrix as BinaryConfusionMatrix
 from scopedmetrics.classification import BinaryF1Score as BinaryF1Score
 from scopedmetrics.classification import BinaryFBetaScore as BinaryFBetaScore
+from scopedmetrics.classification import BinaryHammingDistance as BinaryHammingDistance
+from scopedmetrics.classification import BinaryJaccardIndex as BinaryJaccardIndex
 from scopedmetrics.classification import BinaryMatthewsCorrCoef as BinaryMatthewsCorrCoef
+from scopedmetrics.classification import BinaryNegativePredictiveValue as BinaryNegativePredictiveValue
 from scopedmetrics.classification import BinaryPrecision as BinaryPrecision
 from scopedmetrics.classification import BinaryPrecisionRecallCurve as BinaryPrecisionRecallCurve
 from scopedmetrics.classification import BinaryRecall as BinaryRecall
@@ -37,9 +40,13 @@ from scopedmetrics.classification import MulticlassAveragePrecision as Multiclas
 from scopedmetrics.classification import MulticlassCalibrationError as MulticlassCalibrationError
 from scopedmetrics.classification import MulticlassCohenKappa as MulticlassCohenKappa
 from scopedmetrics.classification import MulticlassConfusionMatrix as MulticlassConfusionMatrix
+from scopedmetrics.classification import MulticlassExactMatch as MulticlassExactMatch
 from scopedmetrics.classification import MulticlassF1Score as MulticlassF1Score
 from scopedmetrics.classification import MulticlassFBetaScore as MulticlassFBetaScore
+from scopedmetrics.classification import MulticlassHammingDistance as MulticlassHammingDistance
+from scopedmetrics.classification import MulticlassJaccardIndex as MulticlassJaccardIndex
 from scopedmetrics.classification import MulticlassMatthewsCorrCoef as MulticlassMatthewsCorrCoef
+from scopedmetrics.classification import MulticlassNegativePredictiveValue as MulticlassNegativePredictiveValue
 from scopedmetrics.classification import MulticlassPrecision as MulticlassPrecision
 from scopedmetrics.classification import MulticlassPrecisionRecallCurve as MulticlassPrecisionRecallCurve
 from scopedmetrics.classification import MulticlassRecall as MulticlassRecall
@@ -50,9 +57,13 @@ from scopedmetrics.classification import MultilabelAccuracy as MultilabelAccurac
 from scopedmetrics.classification import MultilabelAUROC as MultilabelAUROC
 from scopedmetrics.classification import MultilabelAveragePrecision as MultilabelAveragePrecision
 from scopedmetrics.classification import MultilabelConfusionMatrix as MultilabelConfusionMatrix
+from scopedmetrics.classification import MultilabelExactMatch as MultilabelExactMatch
 from scopedmetrics.classification import MultilabelF1Score as MultilabelF1Score
 from scopedmetrics.classification import MultilabelFBetaScore as MultilabelFBetaScore
+from scopedmetrics.classification import MultilabelHammingDistance as MultilabelHammingDistance
+from scopedmetrics.classification import MultilabelJaccardIndex as MultilabelJaccardIndex
 from scopedmetrics.classification import MultilabelMatthewsCorrCoef as MultilabelMatthewsCorrCoef
+from scopedmetrics.classification import MultilabelNegativePredictiveValue as MultilabelNegativePredictiveValue
 from scopedmetrics.classification import MultilabelPrecision as MultilabelPrecision
 from scopedmetrics.classification import MultilabelPrecisionRecallCurve as MultilabelPrecisionRecallCurve
 from scopedmetrics.classification import MultilabelRecall as MultilabelRecall
@@ -66,13 +77,22 @@ from scopedmetrics.classification.dispatch import AveragePrecision as AveragePre
 from scopedmetrics.classification.dispatch import CalibrationError as CalibrationError
 from scopedmetrics.classification.dispatch import CohenKappa as CohenKappa
 from scopedmetrics.classification.dispatch import ConfusionMatrix as ConfusionMatrix
+from scopedmetrics.classification.dispatch import ExactMatch as ExactMatch
 from scopedmetrics.classification.dispatch import F1Score as F1Score
 from scopedmetrics.classification.dispatch import FBetaScore as FBetaScore
+from scopedmetrics.classification.dispatch import HammingDistance as HammingDistance
+from scopedmetrics.classification.dispatch import HingeLoss as HingeLoss
+from scopedmetrics.classification.dispatch import JaccardIndex as JaccardIndex
 from scopedmetrics.classification.dispatch import MatthewsCorrCoef as MatthewsCorrCoef
+from scopedmetrics.classification.dispatch import NegativePredictiveValue as NegativePredictiveValue
 from scopedmetrics.classification.dispatch import Precision as Precision
+from scopedmetrics.classification.dispatch import PrecisionAtFixedRecall as PrecisionAtFixedRecall
 from scopedmetrics.classification.dispatch import PrecisionRecallCurve as PrecisionRecallCurve
 from scopedmetrics.classification.dispatch import Recall as Recall
+from scopedmetrics.classification.dispatch import RecallAtFixedPrecision as RecallAtFixedPrecision
+from scopedmetrics.classification.dispatch import SensitivityAtSpecificity as SensitivityAtSpecificity
 from scopedmetrics.classification.dispatch import Specificity as Specificity
+from scopedmetrics.classification.dispatch import SpecificityAtSensitivity as SpecificityAtSensitivity
 from scopedmetrics.classification.dispatch import StatScores as StatScores
 from scopedmetrics.collection import Collection as Collection
 from scopedmetrics.collection import compute as compute
@@ -122,6 +142,11 @@ __all__ = [
     "AveragePrecision",
     "ROC",
     "PrecisionRecallCurve",
+    "HingeLoss",
+    "PrecisionAtFixedRecall",
+    "RecallAtFixedPrecision",
+    "SensitivityAtSpecificity",
+    "SpecificityAtSensitivity",
     "clustering",
     "nominal",
     "delegate",
@@ -185,6 +210,21 @@ __all__ = [
     "MultilabelRecall",
     "MultilabelSpecificity",
     "MultilabelStatScores",
+    "ExactMatch",
+    "HammingDistance",
+    "JaccardIndex",
+    "NegativePredictiveValue",
+    "BinaryHammingDistance",
+    "BinaryNegativePredictiveValue",
+    "MulticlassExactMatch",
+    "MulticlassHammingDistance",
+    "MulticlassNegativePredictiveValue",
+    "MultilabelExactMatch",
+    "MultilabelHammingDistance",
+    "MultilabelNegativePredictiveValue",
+    "BinaryJaccardIndex",
+    "MulticlassJaccardIndex",
+    "MultilabelJaccardIndex",
     "NAMESPACE",
     "PearsonCorrCoef",
     "R2Score",

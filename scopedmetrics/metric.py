@@ -582,10 +582,19 @@ def _make_dataclass(cls: type[Metric]) -> None:
 
 
 def _holds_metrics(f: dataclasses.Field[Any]) -> bool:
-    """Whether a field's default holds only metrics (which bring their own ops)."""
+    """Whether a field's default holds only metrics (which bring their own ops).
+
+    A state shaped by the configuration (``init=``) is known only per instance:
+    ``_checking_config`` checks it once shaped.
+    """
     if f.default_factory is dataclasses.MISSING:
         return False
-    return all(_is_metric(x) for x in tree.leaves(f.default_factory(), is_leaf=_is_metric))
+    default = f.default_factory()
+    return type(default) is Shaped or all(_is_metric(x) for x in tree.leaves(default, is_leaf=_is_metric))
+
+
+def _holds_only_metrics(value: Any) -> bool:
+    return all(_is_metric(x) for x in tree.leaves(value, is_leaf=_is_metric))
 
 
 def _checking_config(init: Callable[..., None]) -> Callable[..., None]:
@@ -599,9 +608,15 @@ def _checking_config(init: Callable[..., None]) -> Callable[..., None]:
     def wrapper(self: Metric, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)  # the dataclass's, then __post_init__ (checks of the configuration)
         d = self.__dict__
-        for n in self._layout.states:  # states shaped by the configuration: made once it is checked
+        layout = self._layout
+        for n in layout.states:  # states shaped by the configuration: made once it is checked
             if type(d[n]) is Shaped:
                 d[n] = d[n].init(self)
+                if layout.ops[n] is None and not layout.whole_merge and not _holds_only_metrics(d[n]):
+                    raise TypeError(
+                        f"{type(self).__name__}: state field {n!r} declares no reduce op and its init= made "
+                        f"{type(d[n]).__name__}, not metrics; give it an op, or override merge"
+                    )
         for n in self._layout.statics:
             value = d[n]
             if isinstance(value, torch.Tensor):

@@ -32,6 +32,8 @@ class _Box:
     def __init__(self) -> None:
         self.values: dict[int, Any] = {}
         self.done = False
+        self.lock = threading.Lock()
+        self.result: Any = None  # ``folded``'s value, computed once for every member
 
 
 class _World:
@@ -60,6 +62,18 @@ class _World:
 
     def exchange(self, rank: int, value: Any) -> list[Any]:
         """Every member's ``value``, in rank order, once all members have called."""
+        box = self._meet(rank, value)
+        return [box.values[r] for r in range(self.size)]
+
+    def folded(self, rank: int, value: Any, fold: Callable[[list[Any]], Any]) -> Any:
+        """``fold`` of every member's ``value`` (in rank order), computed once and shared by all members."""
+        box = self._meet(rank, value)
+        with box.lock:
+            if box.result is None:
+                box.result = fold([box.values[r] for r in range(self.size)])
+            return box.result
+
+    def _meet(self, rank: int, value: Any) -> _Box:
         deadline = time.monotonic() + self.timeout
         with self.cond:
             box = self.box
@@ -82,7 +96,7 @@ class _World:
                         self.cond.acquire()
                     raise SyncError(f"rank {rank}: {why}")
                 self.cond.wait(left)
-            return [box.values[r] for r in range(self.size)]
+            return box
 
     def sub(self, members: tuple[int, ...]) -> _World:
         """The (cached) world of ``members``, shared by all of them."""
@@ -112,19 +126,24 @@ class ThreadComm(Comm):
         return [p.clone() for p in parts]
 
     def all_gather_into(self, tensor: torch.Tensor) -> torch.Tensor:
-        parts = self.world.exchange(self.rank, tensor)
-        shapes = {tuple(p.shape) for p in parts}
-        if len(shapes) > 1:
-            raise SyncError(f"all_gather with unequal sizes {sorted(shapes)} on rank {self.rank}")
-        return torch.stack(parts)
+        return self.world.folded(self.rank, tensor, self._stack).clone()  # stacked once, a copy per rank
 
     def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
-        stacked = self.all_gather_into(tensor)  # one reduction over ranks: the same bits on every rank
-        if op == "sum":
-            return stacked.sum(0).to(tensor.dtype)
-        if op == "prod":
-            return stacked.prod(0).to(tensor.dtype)
-        return stacked.amax(0) if op == "max" else stacked.amin(0)
+        def reduce(parts: list[torch.Tensor]) -> torch.Tensor:  # one reduction over ranks: the same bits for all
+            stacked = self._stack(parts)
+            if op == "sum":
+                return stacked.sum(0).to(tensor.dtype)
+            if op == "prod":
+                return stacked.prod(0).to(tensor.dtype)
+            return stacked.amax(0) if op == "max" else stacked.amin(0)
+
+        return self.world.folded(self.rank, tensor, reduce).clone()
+
+    def _stack(self, parts: list[torch.Tensor]) -> torch.Tensor:
+        shapes = {tuple(p.shape) for p in parts}
+        if len(shapes) > 1:  # what gloo would refuse, refused here too
+            raise SyncError(f"all_gather with unequal sizes {sorted(shapes)} on rank {self.rank}")
+        return torch.stack(parts)
 
     def ident(self) -> tuple[str, int]:
         return ("simulated", self.world.serial)

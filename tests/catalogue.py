@@ -75,6 +75,8 @@ def _entries() -> list[Entry]:
     add("MultilabelFBetaScore", lambda: smc.MultilabelFBetaScore(num_labels=L, beta=2.0), "multilabel")
     add("MultilabelAveragePrecision-binned-micro",
         lambda: smc.MultilabelAveragePrecision(L, thresholds=5, average="micro"), "multilabel")
+    _hinge_operating_ranking_entries(add)
+    _stat_score_extra_entries(add)
     for name in ("MeanSquaredError", "MeanAbsoluteError", "MeanAbsolutePercentageError", "PearsonCorrCoef",
                  "ConcordanceCorrCoef", "SpearmanCorrCoef", "R2Score", "ExplainedVariance"):
         add(name, getattr(smr, name), "pair")
@@ -88,10 +90,67 @@ def _entries() -> list[Entry]:
     add("KLDivergence", smr.KLDivergence, "dist")
     add("KLDivergence-none", lambda: smr.KLDivergence(reduction="none"), "dist")
     add("KLDivergence-log", lambda: smr.KLDivergence(log_prob=True, reduction="sum"), "logdist")
+    _regression_extra_entries(add)
     _family_entries(add)
     _vision_entries(add)
     _contingency_entries(add)
     return out
+
+
+def _regression_extra_entries(add: Callable[[str, Callable[[], sm.Metric], str], None]) -> None:
+    """The regression metrics after TorchMetrics' core set (flat ones take the ``REGRESSION_EXTRA_KINDS``)."""
+    for name in ("MeanSquaredLogError", "SymmetricMeanAbsolutePercentageError", "WeightedMeanAbsolutePercentageError",
+                 "NormalizedRootMeanSquaredError", "TweedieDevianceScore"):
+        add(name, getattr(smr, name), "positive")
+    add("NormalizedRootMeanSquaredError-std-2", lambda: smr.NormalizedRootMeanSquaredError("std", 2), "pair2")
+    add("TweedieDevianceScore-1.5", lambda: smr.TweedieDevianceScore(1.5), "positive")
+    add("MinkowskiDistance", lambda: smr.MinkowskiDistance(3), "positive")
+    for name in ("LogCoshError", "RelativeSquaredError", "KendallRankCorrCoef"):
+        add(name, getattr(smr, name), "pair")
+    add("LogCoshError-2", lambda: smr.LogCoshError(num_outputs=2), "pair2")
+    add("RelativeSquaredError-2-root", lambda: smr.RelativeSquaredError(2, False), "pair2")
+    add("KendallRankCorrCoef-c-t-test-2", lambda: smr.KendallRankCorrCoef("c", True, "greater", 2), "pair2")
+    add("JensenShannonDivergence", smr.JensenShannonDivergence, "dist")
+    add("JensenShannonDivergence-log-none", lambda: smr.JensenShannonDivergence(True, "none"), "logdist")
+    add("CriticalSuccessIndex", lambda: smr.CriticalSuccessIndex(2.0), "positive")
+    add("CriticalSuccessIndex-per-sample", lambda: smr.CriticalSuccessIndex(2.0, 0), "sequences")
+    add("CriticalSuccessIndex-per-position", lambda: smr.CriticalSuccessIndex(2.0, 1), "sequences")
+    add("ContinuousRankedProbabilityScore", smr.ContinuousRankedProbabilityScore, "ensemble")
+
+
+def _stat_score_extra_entries(add: Callable[[str, Callable[[], sm.Metric], str], None]) -> None:
+    """Negative predictive value, Hamming distance, Jaccard index (every task) and exact match."""
+    for stem in ("NegativePredictiveValue", "HammingDistance", "JaccardIndex"):
+        add(f"Binary{stem}", getattr(smc, f"Binary{stem}"), "binary")
+        add(f"Multiclass{stem}", functools.partial(getattr(smc, f"Multiclass{stem}"), C), "multiclass")
+        add(f"Multilabel{stem}", functools.partial(getattr(smc, f"Multilabel{stem}"), L), "multilabel")
+    add("MulticlassHammingDistance-top2-none", lambda: smc.MulticlassHammingDistance(C, 2, "none"), "multiclass")
+    add("MulticlassJaccardIndex-ignore-micro", lambda: smc.MulticlassJaccardIndex(C, "micro", 1), "multiclass")
+    add("MulticlassExactMatch", lambda: smc.MulticlassExactMatch(C), "multiclass")
+    add("MultilabelExactMatch", lambda: smc.MultilabelExactMatch(L, ignore_index=-1), "multilabel")
+
+
+def _hinge_operating_ranking_entries(add: Callable[[str, Callable[[], sm.Metric], str], None]) -> None:
+    """Hinge losses, operating points (exact and binned) and label ranking metrics."""
+    add("BinaryHingeLoss", smc.BinaryHingeLoss, "binary")
+    add("BinaryHingeLoss-squared", lambda: smc.BinaryHingeLoss(squared=True, ignore_index=-1), "binary")
+    add("MulticlassHingeLoss", lambda: smc.MulticlassHingeLoss(C), "multiclass")
+    add("MulticlassHingeLoss-one-vs-all-squared", lambda: smc.MulticlassHingeLoss(C, True, "one-vs-all"),
+        "multiclass")
+    for stem in ("RecallAtFixedPrecision", "PrecisionAtFixedRecall", "SensitivityAtSpecificity",
+                 "SpecificityAtSensitivity"):
+        add(f"Binary{stem}", functools.partial(getattr(smc, f"Binary{stem}"), 0.5), "binary")
+        add(f"Multiclass{stem}", functools.partial(getattr(smc, f"Multiclass{stem}"), C, 0.5), "multiclass")
+        add(f"Multilabel{stem}", functools.partial(getattr(smc, f"Multilabel{stem}"), L, 0.5), "multilabel")
+        add(f"Multiclass{stem}-binned", functools.partial(getattr(smc, f"Multiclass{stem}"), C, 0.4, thresholds=5),
+            "multiclass")
+    add("BinaryRecallAtFixedPrecision-binned", lambda: smc.BinaryRecallAtFixedPrecision(0.6, [0.2, 0.5, 0.9]),
+        "binary")
+    add("MultilabelSpecificityAtSensitivity-binned", lambda: smc.MultilabelSpecificityAtSensitivity(L, 0.7, 6),
+        "multilabel")
+    for name in ("MultilabelCoverageError", "MultilabelRankingAveragePrecision", "MultilabelRankingLoss"):
+        add(name, functools.partial(getattr(smc, name), L), "multilabel")
+    add("MultilabelRankingLoss-ignore", lambda: smc.MultilabelRankingLoss(L, ignore_index=-1), "multilabel")
 
 
 def _contingency_entries(add: Callable[[str, Callable[[], sm.Metric], str], None]) -> None:
@@ -159,6 +218,9 @@ def _vision_entries(add: Callable[[str, Callable[[], sm.Metric], str], None]) ->
     add("DiceScore-weighted-global", lambda: sms.DiceScore(C, True, "weighted", "global", "index"), "segmentation")
     add("GeneralizedDiceScore", lambda: sms.GeneralizedDiceScore(C, per_class=True, input_format="index"),
         "segmentation")
+    add("HausdorffDistance", lambda: sms.HausdorffDistance(C, input_format="index"), "segmentation")
+    add("HausdorffDistance-directed-taxicab",
+        lambda: sms.HausdorffDistance(C, True, "taxicab", [1.0, 0.5], True, "index"), "segmentation")
     add("PeakSignalNoiseRatio", lambda: smi.PeakSignalNoiseRatio(1.0), "images")
     add("PeakSignalNoiseRatio-per-image", lambda: smi.PeakSignalNoiseRatio((0.0, 1.0), dim=(1, 2, 3)), "images")
     add("StructuralSimilarityIndexMeasure", smi.StructuralSimilarityIndexMeasure, "images")
@@ -180,7 +242,8 @@ CATALOGUE: list[Entry] = _entries()
 BY_ID: dict[str, Entry] = {e.id: e for e in CATALOGUE}
 IDS: list[str] = [e.id for e in CATALOGUE]
 
-ORDER_SENSITIVE = {"Cat", "CosineSimilarity-none", "KLDivergence-none", "EditDistance-none"}
+ORDER_SENSITIVE = {"Cat", "CosineSimilarity-none", "KLDivergence-none", "EditDistance-none",
+                   "JensenShannonDivergence-log-none", "CriticalSuccessIndex-per-sample"}
 """Entries whose value lists samples in the order seen (rank order across participants)."""
 
 
@@ -209,6 +272,12 @@ CONTINGENCY_KINDS = {"clusters", "nominal", "ratings", "rater_probs"}
 """Input kinds of the clustering and nominal entries: cluster ids of any integer value, categories, raters' counts
 or scores; their bad inputs are tested in ``tests/test_clustering.py`` and ``tests/test_nominal.py``."""
 FAMILY_KINDS |= CONTINGENCY_KINDS
+
+REGRESSION_EXTRA_KINDS = {"positive", "sequences", "ensemble"}
+"""Input kinds of regression entries the generic bad-input cases do not describe: ``positive`` pairs of any equal
+shape, flattened (as TorchMetrics' MSLE, SMAPE, Tweedie, ... take them, so a reshaped pair is valid), sequences of
+images and ensembles with a 1-d target; their bad inputs are tested in ``tests/test_regression_extras.py``."""
+FAMILY_KINDS |= REGRESSION_EXTRA_KINDS
 
 
 def _contingency_data(kind: str, n: int, g: torch.Generator) -> tuple[torch.Tensor, ...]:
@@ -321,6 +390,17 @@ def _family_data(kind: str, n: int, g: torch.Generator) -> tuple[Any, ...]:
     raise AssertionError(kind)
 
 
+def _regression_extra_data(kind: str, n: int, g: torch.Generator) -> tuple[torch.Tensor, ...]:
+    if kind in ("positive", "sequences"):  # positive targets, predictions off by a factor of about exp(±0.4)
+        shape = (n,) if kind == "positive" else (n, 3, 4)
+        target = 0.5 + 3 * torch.rand(shape, generator=g)
+        return target * torch.exp(0.4 * torch.randn(shape, generator=g)), target
+    if kind == "ensemble":  # five members around each observation
+        target = torch.randn(n, generator=g)
+        return target.unsqueeze(1) + torch.randn(n, 5, generator=g), target
+    raise AssertionError(kind)
+
+
 def data(kind: str, n: int, seed: int) -> tuple[torch.Tensor, ...]:
     """``n`` samples of the inputs an entry of ``kind`` takes; rows are samples (list items for text kinds)."""
     g = torch.Generator().manual_seed(seed)
@@ -328,6 +408,8 @@ def data(kind: str, n: int, seed: int) -> tuple[torch.Tensor, ...]:
         return _contingency_data(kind, n, g)
     if kind in VISION_KINDS:
         return _vision_data(kind, n, g)
+    if kind in REGRESSION_EXTRA_KINDS:
+        return _regression_extra_data(kind, n, g)
     if kind in FAMILY_KINDS:
         return _family_data(kind, n, g)  # type: ignore[return-value]
     if kind == "value":

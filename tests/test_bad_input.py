@@ -23,8 +23,10 @@ import scopedmetrics as sm
 NAN, INF = float("nan"), float("inf")
 N = 6  # rows of a bad batch
 
-SCORES_ONLY = ("ROC", "PrecisionRecallCurve", "AUROC", "AveragePrecision", "CalibrationError")
-"""Classification metrics that take float scores only (curves and calibration); the others also take labels."""
+SCORES_ONLY = ("ROC", "PrecisionRecallCurve", "AUROC", "AveragePrecision", "CalibrationError", "HingeLoss",
+               "AtFixed", "AtSpecificity", "AtSensitivity", "CoverageError", "Ranking")
+"""Classification metrics that take float scores only (curves, operating points, calibration, hinge and label
+ranking); the others also take labels."""
 FLAT = ("MeanSquaredError", "MeanAbsoluteError", "MeanAbsolutePercentageError", "RootMeanSquaredError")
 """Single-output regression entries that flatten inputs of any equal shape, as TorchMetrics does."""
 

@@ -547,7 +547,9 @@ def test_empty_batches_and_forward() -> None:
 def test_state_is_per_class_int64_whatever_the_average() -> None:
     for average in AVERAGES:
         m = MulticlassPrecision(num_classes=5, average=average)
-        assert {k: (v.dtype, tuple(v.shape)) for k, v in m.state_dict().items()} == {"counts": (torch.int64, (3, 5))}
+        state = {k: (v.dtype, tuple(v.shape)) for k, v in m.state_dict().items()}
+        assert state == {"stats.counts": (torch.int64, (3, 5))}
+    assert list(BinaryF1Score().state_dict()) == ["stats.tp", "stats.fp", "stats.tn", "stats.fn"]
     assert all(v.shape == () and v.dtype == torch.int64 for v in BinaryF1Score().state_dict().values())
     assert all(v.shape == (3,) for v in MultilabelRecall(num_labels=3).state_dict().values())
 
@@ -590,7 +592,7 @@ def test_validate_args_false_out_of_range_label_names_the_metric() -> None:
     for preds, target in ((torch.tensor([0, 1]), torch.tensor([0, 3])), (torch.tensor([0, 1]), torch.tensor([-1, 0]))):
         with pytest.raises(ValueError, match=r"MulticlassAccuracy.*`preds` or `target`.*outside \[0, 3\)"):
             m.update(preds, target)
-    assert int(m.counts.sum()) == 0
+    assert int(m.stats.counts.sum()) == 0
 
 
 def test_validate_args_false_gives_the_same_values_and_skips_checks() -> None:
@@ -606,14 +608,14 @@ def test_validate_args_false_gives_the_same_values_and_skips_checks() -> None:
 
 def test_collection_shares_one_update_between_equal_members(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    original = stat_scores_module._MulticlassCounts.update
+    original = stat_scores_module.MulticlassCounts.update
 
     @functools.wraps(original)
     def counting(self, preds, target):
-        calls.append(type(self).__name__)
+        calls.append(self.top_k)
         return original(self, preds, target)
 
-    monkeypatch.setattr(stat_scores_module._MulticlassCounts, "update", counting)
+    monkeypatch.setattr(stat_scores_module.MulticlassCounts, "update", counting)
     c = sm.Collection(
         precision=MulticlassPrecision(num_classes=C),
         again=MulticlassPrecision(num_classes=C),
@@ -623,11 +625,11 @@ def test_collection_shares_one_update_between_equal_members(monkeypatch: pytest.
     )
     preds, target, p, y = multiclass_data(42, "logits")
     c = c.update(preds, target)
-    # Members of one type and configuration share an update; members of different types update apart
-    # (nothing proves a subclass's update is its base's), with equal counts.
-    assert sorted(calls) == ["MulticlassAccuracy", "MulticlassF1Score", "MulticlassPrecision", "MulticlassRecall"]
-    assert c["precision"].counts is c["again"].counts
-    assert torch.equal(c["precision"].counts, c["recall"].counts) and torch.equal(c["recall"].counts, c["f1"].counts)
+    # Members hold nested counts configured by what update reads: compute-only options (average,
+    # zero_division) do not split them, top_k does.
+    assert sorted(calls) == [1, 2]
+    assert c["precision"].stats is c["again"].stats and c["again"].stats is c["recall"].stats
+    assert c["recall"].stats is c["f1"].stats and c["top2"].stats is not c["f1"].stats
     values = c.compute()
     assert_close(values["precision"], sk_multiclass("precision", y, p, "macro"))
     assert_close(values["again"], values["precision"])
@@ -825,7 +827,7 @@ def test_pickle_state_dict_reset_round_trip() -> None:
     assert_close(pickle.loads(pickle.dumps(m)).compute(), expected)
     fresh = m.reset()
     assert (fresh.num_classes, fresh.beta, fresh.average, fresh.ignore_index) == (C, 2.0, "weighted", -1)
-    assert_close(fresh.state_dict(), {"counts": torch.zeros(3, C, dtype=torch.long)})
+    assert_close(fresh.state_dict(), {"stats.counts": torch.zeros(3, C, dtype=torch.long)})
     assert_close(fresh.load_state_dict(m.state_dict()).compute(), expected)
     assert_close(m.to(torch.float64).compute(), expected)
 

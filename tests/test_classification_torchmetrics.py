@@ -38,6 +38,9 @@ def make(name: str, **kwargs: Any) -> tuple[sm.Metric, Any]:
         base["num_labels"] = L
     if "FBeta" in name:
         base["beta"] = 2.0
+    for floor in ("min_precision", "min_recall", "min_specificity", "min_sensitivity"):  # operating points
+        if floor in inspect.signature(getattr(smc, name)).parameters:
+            base[floor] = 0.5
     base.update(kwargs)
     return getattr(smc, name)(**base), getattr(tmc, name)(**base)
 
@@ -153,7 +156,7 @@ def test_num_classes_none_reduces_and_merges_like_any_state() -> None:
     m = smc.MulticlassAccuracy(None, average="micro")
     parts = [m.update(preds[i::3], target[i::3]) for i in range(3)]
     expected = m.update(preds, target)
-    assert_close(parts[0].merge(parts[1]).merge(parts[2]).counts, expected.counts)
+    assert_close(parts[0].merge(parts[1]).merge(parts[2]).stats.counts, expected.stats.counts)
     values = sm.simulate(lambda rank: parts[rank].compute(), 3)
     assert all(torch.equal(v, values[0]) for v in values)
     assert_close(values[0], (preds.argmax(1) == target).float().mean())
@@ -229,7 +232,12 @@ def with_ignored_logit(name: str, seed: int) -> tuple[torch.Tensor, torch.Tensor
     return preds, target
 
 
-@pytest.mark.parametrize("name", ALL)
+# TorchMetrics' label ranking metrics keep an ignored label, scored below every other, in the sample's ranking;
+# ours leave it out of the sample (docs/classification.md): their values differ by design wherever a label is ignored.
+RANKING = ("MultilabelCoverageError", "MultilabelRankingAveragePrecision", "MultilabelRankingLoss")
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n not in RANKING])
 def test_an_ignored_score_decides_logits_only_where_torchmetrics_lets_it(name: str) -> None:
     """Confusion matrices, MCC, kappa, calibration and binary/multiclass curves drop ignored rows first."""
     # threshold 0.6: sigmoids of probabilities (all above 0.5) split too, so no count is degenerate

@@ -19,15 +19,19 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 C, L, N = 4, 3, 80
 STAT = ("StatScores", "Accuracy", "Precision", "Recall", "F1Score", "FBetaScore", "Specificity")
-NAMES = (*STAT, "ConfusionMatrix", "MatthewsCorrCoef", "CohenKappa", "CalibrationError", "AUROC",
-         "AveragePrecision", "ROC", "PrecisionRecallCurve")
+EXTRA_STAT = ("NegativePredictiveValue", "HammingDistance")  # dispatchers that average "micro" too
+NAMES = (*STAT, *EXTRA_STAT, "JaccardIndex", "ConfusionMatrix", "MatthewsCorrCoef", "CohenKappa", "CalibrationError",
+         "AUROC", "AveragePrecision", "ROC", "PrecisionRecallCurve")
 NO_MULTILABEL = {"CohenKappa", "CalibrationError"}
 CASES = [(n, t) for n in NAMES for t in dispatch.TASKS if not (t == "multilabel" and n in NO_MULTILABEL)]
 
 # options beyond the defaults, by dispatcher: each is passed to ours and TorchMetrics' dispatcher alike
 OPTIONS: dict[str, list[dict[str, Any]]] = {
     **{n: [{"average": "macro"}, {"average": "none", "ignore_index": 0}, {"threshold": 0.3, "average": "weighted"}]
-       for n in STAT},
+       for n in (*STAT, *EXTRA_STAT)},
+    "NegativePredictiveValue": [{"average": "macro", "top_k": 2}, {"average": "none", "ignore_index": 0}],
+    "HammingDistance": [{"average": "weighted", "top_k": 2}, {"average": "none", "ignore_index": 0}],
+    "JaccardIndex": [{"average": "micro"}, {"average": "none", "ignore_index": 0}, {"threshold": 0.3}],
     "Accuracy": [{"average": "macro", "top_k": 2}, {"zero_division": 1.0, "average": "none"}],
     "ConfusionMatrix": [{"normalize": "true"}, {"ignore_index": 1, "normalize": "all"}],
     "MatthewsCorrCoef": [{"threshold": 0.7}],
@@ -62,7 +66,7 @@ def task_class(name: str, task: str) -> type[sm.Metric]:
 
 def dispatcher_defaults(name: str, task: str) -> dict[str, Any]:
     """What TorchMetrics' dispatcher passes beyond the task class's own defaults."""
-    if name in STAT and task != "binary":
+    if name in (*STAT, *EXTRA_STAT) and task != "binary":
         return {"average": "micro"}
     return {}
 

@@ -12,6 +12,8 @@ from types import ModuleType
 import pytest
 import torch
 
+import scopedmetrics as sm
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
@@ -49,6 +51,36 @@ def test_torchrun_eval_shards_cover_the_data_once() -> None:
         assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
         if world >= 3:
             assert bounds[-1][0] == bounds[-1][1], "the last rank gets no data"
+
+
+def test_per_language_asr_with_four_gloo_processes() -> None:
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
+         str(EXAMPLES / "per_language_asr.py")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "4 ranks (gloo processes), shard sizes [40, 80, 120, 160]" in out, out
+    assert out.count("[matches one process]") == 4, out  # every language, each seen by only some ranks
+    assert out.rstrip().endswith("PASS"), out
+
+
+def test_per_language_asr_in_a_simulated_world() -> None:
+    ex = load("per_language_asr")
+    data = ex.make_data()
+    values = sm.simulate(lambda rank: ex.rank_values(data, rank, ex.WORLD), world_size=ex.WORLD)
+    assert all(v == values[0] for v in values)
+    assert set(values[0]) == set(ex.LANGUAGES)
+    langs = data["lang"].tolist()
+    bounds = [ex.shard_bounds(r, ex.WORLD) for r in range(ex.WORLD)]
+    assert any(any(k not in langs[lo:hi] for lo, hi in bounds) for k in range(len(ex.LANGUAGES)))  # a rank lacks one
+    for lang, got in values[0].items():
+        truth = ex.one_process(data, lang)
+        assert got == pytest.approx(truth, rel=1e-5), lang
+    assert values[0]["sw"]["wer"] > values[0]["en"]["wer"]  # the toy recogniser is worse on sw, as set up
 
 
 _LIGHTNING = any(importlib.util.find_spec(name) is not None for name in ("lightning", "pytorch_lightning"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import pickle
+from typing import Any
 
 import optree
 import pytest
@@ -272,3 +273,21 @@ def test_state_default_kinds() -> None:
         sm.state("mean")
     with pytest.raises(TypeError, match="state default must be"):
         sm.state("sum", default="zero")
+
+
+def test_an_op_less_state_shaped_by_init_must_hold_metrics() -> None:
+    class Nested(sm.Metric):
+        inner: Any = sm.state(init=lambda m: sm.Sum())
+
+        def compute(self) -> Any:
+            return self.inner.compute()
+
+    class Bare(sm.Metric):
+        total: Any = sm.state(init=lambda m: torch.zeros(2))
+
+        def compute(self) -> Any:
+            return self.total
+
+    assert isinstance(Nested().inner, sm.Sum)
+    with pytest.raises(TypeError, match="Bare: state field 'total' declares no reduce op"):
+        Bare()

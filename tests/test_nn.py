@@ -127,7 +127,7 @@ def test_floating_states_cast_and_integer_counts_stay_integers(cast: Any, floati
     model = Evaluated()
     model.fold(scores, labels, loss)
     before = dtypes(model)
-    assert before["metrics.val.acc.tp"] == torch.int64 and before["metrics.val.auroc.target"] == torch.uint8
+    assert before["metrics.val.acc.stats.tp"] == torch.int64 and before["metrics.val.auroc.target"] == torch.uint8
     assert before["metrics.val.auroc.preds"] == before["metrics.loss.weight"] == torch.float32
     assert cast(model) is model
     after = dtypes(model)
@@ -146,7 +146,7 @@ def test_states_move_to_meta_with_the_module_and_reset_there() -> None:
     model.to("meta")
     leaves = list(model.metrics["val"].state_dict().values())
     assert leaves and all(t.device.type == "meta" for t in leaves)
-    assert model.metrics["val"].state_dict()["acc.tp"].dtype == torch.int64
+    assert model.metrics["val"].state_dict()["acc.stats.tp"].dtype == torch.int64
     model.metrics["val"].reset()
     assert all(t.device.type == "meta" for t in model.metrics["val"].state_dict().values())
 
@@ -213,16 +213,16 @@ def test_a_bad_checkpoint_is_refused_and_loads_nothing() -> None:
     before = model.metrics["val"].metric
 
     bad = dict(good)
-    bad["metrics.val.acc.tp"] = bad["metrics.val.acc.tp"].float()  # a count that is not a count
-    with pytest.raises(RuntimeError, match=r"metrics\.val: .*'acc\.tp' has dtype torch\.float32"):
+    bad["metrics.val.acc.stats.tp"] = bad["metrics.val.acc.stats.tp"].float()  # a count that is not a count
+    with pytest.raises(RuntimeError, match=r"metrics\.val: .*'acc\.stats\.tp' has dtype torch\.float32"):
         model.load_state_dict(bad)
     assert model.metrics["val"].metric is before
 
-    missing = {k: v for k, v in good.items() if k != "metrics.val.acc.fn"}
-    with pytest.raises(RuntimeError, match=r"Missing key\(s\).*metrics\.val\.acc\.fn"):
+    missing = {k: v for k, v in good.items() if k != "metrics.val.acc.stats.fn"}
+    with pytest.raises(RuntimeError, match=r"Missing key\(s\).*metrics\.val\.acc\.stats\.fn"):
         model.load_state_dict(missing)
     result = Evaluated().load_state_dict(missing, strict=False)  # loads nothing of that metric, says so
-    assert result.missing_keys == ["metrics.val.acc.fn"]
+    assert result.missing_keys == ["metrics.val.acc.stats.fn"]
 
     extra = {**good, "metrics.val.acc.bogus": torch.tensor(1)}
     with pytest.raises(RuntimeError, match=r"Unexpected key\(s\).*metrics\.val\.acc\.bogus"):

@@ -107,6 +107,12 @@ def test_unsupported_arguments_are_few_and_explained() -> None:
 
 # A value per argument name, away from the defaults, valid for every class taking it (overrides below).
 SAMPLE: dict[str, Any] = {
+    "power": 1.5,
+    "p": 3,
+    "variant": "c",
+    "t_test": True,
+    "alternative": "less",
+    "keep_sequence_dim": 1,
     "threshold": 0.3,
     "multidim_average": "global",
     "ignore_index": -1,
@@ -131,8 +137,14 @@ SAMPLE: dict[str, Any] = {
     "reduction": "none",
     "log_prob": True,
     "nan_strategy": "ignore",
+    "min_precision": 0.25,
+    "min_recall": 0.25,
+    "min_specificity": 0.25,
+    "min_sensitivity": 0.25,
+    "multiclass_mode": "one-vs-all",
 }
 OVERRIDES: dict[tuple[str, str], Any] = {
+    ("NormalizedRootMeanSquaredError", "normalization"): "std",
     ("MulticlassAUROC", "average"): "weighted",
     ("MulticlassAveragePrecision", "average"): "weighted",
     ("MulticlassROC", "average"): "macro",

@@ -386,9 +386,47 @@ def test_rouge_equals_torchmetrics_with_several_references(kwargs: dict[str, Any
     assert_close(ours, tm_text.ROUGEScore(**theirs_kwargs)(list(preds), [list(t) for t in target]), atol=1e-6)
 
 
-def test_rouge_lsum_is_refused_clearly() -> None:
-    with pytest.raises(ValueError, match=r"ROUGEScore: argument `rouge_keys`: 'rougeLsum'"):
-        smt.ROUGEScore(rouge_keys=("rouge1", "rougeLsum"))
+def summaries(n: int, seed: int, multi: bool = False) -> tuple[Rows, Rows]:
+    """Multi-line predictions and references: 0-4 sentences a line each, empty and punctuation-only lines included."""
+    rng = random.Random(seed)
+    preds, target = Rows(), Rows()
+    for _ in range(n):
+        refs = []
+        for _ in range(rng.randint(2, 3) if multi else 1):
+            lines = list(sentences(rng.randint(0, 4), rng.randrange(10**6), low=0, high=9))
+            refs.append("\n".join(lines + [""] * (rng.random() < 0.2)))
+        lines = [x for x in refs[0].split("\n") if rng.random() > 0.15]
+        rng.shuffle(lines)  # sentences out of order: rougeLsum and rougeL part ways
+        pred = "\n".join(near(lines, rng.randrange(10**6)) + ["", ". ,"][: rng.randint(0, 2)])
+        preds.append(pred)
+        target.append(refs if multi else refs[0])
+    return preds, target
+
+
+@pytest.mark.parametrize("stem", [False, True])
+def test_rouge_lsum_equals_rouge_score_on_uneven_shards(stem: bool) -> None:
+    """rouge-score's rougeLsum (sentences at newlines), and the contract's invariant over random uneven shards."""
+    preds, target = summaries(120, 44 + stem)
+    scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], use_stemmer=stem)
+    scores = [scorer.score(t, p) for p, t in zip(preds, target)]
+    assert any(s["rougeL"].fmeasure != s["rougeLsum"].fmeasure for s in scores)  # the two keys differ here
+    expected = {f"{key}_{part}": torch.tensor(sum(s[key][i] for s in scores) / len(scores))
+                for key in ("rougeL", "rougeLsum") for i, part in enumerate(("precision", "recall", "fmeasure"))}
+    metric = smt.ROUGEScore(use_stemmer=stem, rouge_keys=("rougeL", "rougeLsum"))
+    assert_close(metric.update(preds, target).compute(), expected, atol=1e-6)
+    check_sharded(metric, (preds, target), expected, seed=5, atol=1e-6)
+
+
+@pytest.mark.parametrize("accumulate", ["best", "avg"])
+def test_rouge_lsum_is_torchmetrics_given_sentences_at_newlines(accumulate: str, monkeypatch: Any) -> None:
+    """The one difference from TorchMetrics 1.9 is the sentence splitter (nltk's punkt there): replace it, and equal."""
+    rouge_fn = pytest.importorskip("torchmetrics.functional.text.rouge")
+    monkeypatch.setattr(rouge_fn, "_split_sentence", lambda x: x.split("\n"))  # punkt would need a download
+    preds, target = summaries(60, 46, multi=True)
+    keys = ("rouge1", "rougeL", "rougeLsum")
+    ours = smt.ROUGEScore(accumulate=accumulate, rouge_keys=keys).update(preds, target).compute()
+    theirs = tm_text.ROUGEScore(accumulate=accumulate, rouge_keys=keys)(list(preds), [list(t) for t in target])
+    assert_close(ours, theirs, atol=1e-6)
 
 
 def squad_batch(n: int, seed: int) -> tuple[Rows, Rows]:

@@ -287,7 +287,7 @@ def test_checkpoints_round_trip(metric: sm.Metric) -> None:
     assert_close(loaded.compute(), m.compute())
     keys = list(m.state_dict())
     assert keys[0] == "counts"
-    assert keys[1] == "per_slice.counts" if len(keys) == 2 else keys[1].startswith("per_slice.0.")
+    assert keys[1] == "per_slice.stats.counts" if len(keys) == 2 else keys[1].startswith("per_slice.0.")
     with pytest.raises(ValueError, match="Sliced.load_state_dict: "):
         Sliced(metric, 4).load_state_dict(m.state_dict())  # another number of slices
 

@@ -120,7 +120,7 @@ def test_multitask_nested_collections_mask_and_errors() -> None:
         MultitaskWrapper({"a": 1})
     full = m.update({"cls": SCORES, "reg": X[:, 0]}, {"cls": LABELS, "reg": Y[:, 0]})
     restored = m.load_state_dict(full.state_dict())
-    assert "tasks.cls.acc.counts" in restored.state_dict()
+    assert "tasks.cls.acc.stats.counts" in restored.state_dict()
 
 
 # -- Running -------------------------------------------------------------------------------------

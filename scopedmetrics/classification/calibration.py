@@ -36,14 +36,11 @@ _M = TypeVar("_M", bound=Metric)
 NORMS = ("l1", "l2", "max")
 
 
-def _init_bins(m: Any) -> None:
+def _check_bins(m: Any) -> None:
     check_int(m, "n_bins", 1)
     check_one_of(m, "norm", NORMS)
     check_ignore_index(m)
     check_bool(m, "validate_args")
-    object.__setattr__(m, "bin_count", torch.zeros(m.n_bins, dtype=torch.long))
-    object.__setattr__(m, "bin_confidence", torch.zeros(m.n_bins, dtype=torch.float32))
-    object.__setattr__(m, "bin_correct", torch.zeros(m.n_bins, dtype=torch.long))
 
 
 def _binned(m: _M, conf: torch.Tensor, correct: torch.Tensor, keep: torch.Tensor | None) -> _M:
@@ -86,16 +83,16 @@ class BinaryCalibrationError(Metric):
         tensor(0.2500)
     """
 
-    bin_count: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
-    bin_confidence: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
-    bin_correct: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
+    bin_count: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.long))
+    bin_confidence: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.float32))
+    bin_correct: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.long))
     n_bins: int = static(default=15)
     norm: str = static(default="l1")
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
 
     def __post_init__(self) -> None:
-        _init_bins(self)
+        _check_bins(self)
 
     def update(self, preds: torch.Tensor, target: torch.Tensor) -> BinaryCalibrationError:
         """Fold in a batch: float ``preds`` and ``target`` in {0, 1} of the same shape ``(N, ...)``."""
@@ -126,13 +123,13 @@ class MulticlassCalibrationError(Metric):
     norm: str = static(default="l1")
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
-    bin_count: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
-    bin_confidence: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
-    bin_correct: torch.Tensor = state("sum", default=0)  # shaped in __post_init__
+    bin_count: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.long))
+    bin_confidence: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.float32))
+    bin_correct: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.long))
 
     def __post_init__(self) -> None:
         check_int(self, "num_classes", 2)
-        _init_bins(self)
+        _check_bins(self)
 
     def update(self, preds: torch.Tensor, target: torch.Tensor) -> MulticlassCalibrationError:
         """Fold in a batch: float scores ``(N, C, ...)`` and ``target`` labels ``(N, ...)``."""

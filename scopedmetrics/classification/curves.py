@@ -20,6 +20,10 @@ layouts, fixed by the configuration alone:
 The layout not in use stays empty (``counts`` of shape ``(0,)``, or ``preds``
 and ``target`` with no rows), so both modes have the same fields and every rank
 holds the same dtypes and trailing shapes whatever its data.
+Both layouts are declared at the fields (``state(..., init=...)``, shaped once
+the configuration is checked); ``thresholds`` itself is checked and normalized
+(a list or tensor becomes a tuple of floats) on its way into the constructor,
+so the frozen metric is never written after it is built.
 
 Degenerate data gets TorchMetrics' values, never an error: with only one class
 present (or no samples at all) AUROC is 0, since the missing rate is taken as
@@ -74,18 +78,21 @@ ColumnFn = Callable[[Tensor, Tensor, Union[Tensor, None]], Tensor]  # noqa: UP00
 # -- configuration -------------------------------------------------------------
 
 
-def _check_thresholds(owner: Any) -> None:
-    """Refuse a bad ``thresholds``; a list or tensor becomes a tuple of floats."""
-    t, name = owner.thresholds, type(owner).__name__
+def _normalized_thresholds(name: str, t: Any) -> int | tuple[float, ...] | None:
+    """``thresholds`` as the static it is stored as: ``None``, an int, or a tuple of floats; bad values refused.
+
+    A tuple of floats compares with ``==`` and pickles, as a static field must,
+    so a list and a tensor of the same values make the same configuration.
+    """
     what = f"{name}: argument `thresholds` must be None, an integer >= 2, or a non-empty 1-d list or tensor"
     if t is None:
-        return
+        return None
     if isinstance(t, bool) or not isinstance(t, (int, list, tuple, Tensor)):
         raise TypeError(f"{what}, got {type(t).__name__}")
     if isinstance(t, int):
         if t < 2:
             raise ValueError(f"{what}, got {t}")
-        return
+        return t
     if isinstance(t, Tensor):
         values = t.detach().cpu()
     else:
@@ -103,29 +110,50 @@ def _check_thresholds(owner: Any) -> None:
     used = values.to(torch.float32)  # what the scores are compared with
     if bool((used[1:] < used[:-1]).any()):
         raise ValueError(f"{name}: argument `thresholds` must be sorted in increasing order, got {values.tolist()}")
-    # A tuple of floats compares with == and pickles, as a static field must.
-    object.__setattr__(owner, "thresholds", tuple(values.tolist()))
+    return tuple(values.tolist())
+
+
+def _normalizing_thresholds(init: Callable[..., None]) -> Callable[..., None]:
+    """Wrap a curve class's ``__init__``: ``thresholds`` is checked and normalized before the frozen instance is built.
+
+    The argument is converted on its way in (``thresholds`` is keyword-only in
+    every curve class), so the dataclass stores the normalized value once and
+    nothing is written into the instance after it is built.
+    """
+
+    @functools.wraps(init)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
+        if "thresholds" in kwargs:
+            kwargs["thresholds"] = _normalized_thresholds(type(self).__name__, kwargs["thresholds"])
+        init(self, *args, **kwargs)
+
+    return wrapper
 
 
 def _check_config(owner: Any, width: str | None) -> None:
-    """Check the shared configuration and set the empty state of the chosen layout."""
+    """Check the configuration every curve shares (``thresholds`` is checked on its way in)."""
     if width is not None:
         check_int(owner, width, 2)
-    _check_thresholds(owner)
     check_ignore_index(owner)
     check_bool(owner, "validate_args")
-    c = getattr(owner, width) if width else None
-    rows = () if c is None else (c,)
-    labels = rows if width == "num_labels" else ()
-    exact = owner.thresholds is None
-    counts = (0,) if exact else (*rows, _num_thresholds(owner.thresholds) + 1, 2)
-    object.__setattr__(owner, "preds", torch.empty(0, *rows, dtype=torch.float32))
-    object.__setattr__(owner, "target", torch.empty(0, *labels, dtype=_LABELS[width]))
-    object.__setattr__(owner, "counts", torch.zeros(counts, dtype=torch.int64))
 
 
-# Exact states keep labels as small as they go: 0/1 (binary), -1/0/1 (multilabel, -1 ignored), class indices.
-_LABELS: dict[str | None, torch.dtype] = {None: torch.uint8, "num_labels": torch.int8, "num_classes": torch.int64}
+def _rows(m: Any) -> tuple[int, ...]:
+    """The per-sample width of a curve's states: ``(C,)`` or ``(L,)``, ``()`` for binary."""
+    width = getattr(m, "num_classes", None) or getattr(m, "num_labels", None)
+    return () if width is None else (width,)
+
+
+def _empty_preds(m: Any) -> Tensor:
+    """The exact ``preds`` state with no rows: float32 scores ``(0, ...)``."""
+    return torch.empty(0, *_rows(m), dtype=torch.float32)
+
+
+def _empty_counts(m: Any) -> Tensor:
+    """The binned ``counts`` state, all zeros: ``(..., T + 1, 2)``, or ``(0,)`` when exact."""
+    if m.thresholds is None:
+        return torch.zeros(0, dtype=torch.int64)
+    return torch.zeros(*_rows(m), _num_thresholds(m.thresholds) + 1, 2, dtype=torch.int64)
 
 
 def _num_thresholds(thresholds: int | tuple[float, ...]) -> int:
@@ -376,13 +404,21 @@ def _macro(xs: list[Tensor], ys: list[Tensor], thrs: list[Tensor], descending: b
 # -- the shared states -----------------------------------------------------------
 
 
-class _BinaryCurve(Metric):
+class _Curve(Metric):
+    """What every curve class shares: ``thresholds`` normalized on its way into each subclass's constructor."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)  # makes cls a dataclass with its own __init__
+        cls.__init__ = _normalizing_thresholds(cls.__init__)  # type: ignore[method-assign]
+
+
+class _BinaryCurve(_Curve):
     """Scores and 0/1 labels of a binary task, exact or binned; the update every binary curve shares."""
 
     _: KW_ONLY
-    preds: Tensor = state("cat")
-    target: Tensor = state("cat", default=lambda: torch.empty(0, dtype=torch.uint8))
-    counts: Tensor = state("sum", default=lambda: torch.zeros(0, dtype=torch.int64))
+    preds: Tensor = state("cat", init=_empty_preds)
+    target: Tensor = state("cat", init=lambda m: torch.empty(0, dtype=torch.uint8))  # 0/1 labels
+    counts: Tensor = state("sum", init=_empty_counts)
     thresholds: Any = static(default=None)
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
@@ -415,14 +451,14 @@ class _BinaryCurve(Metric):
         return self.preds.unsqueeze(1), (self.target == 1).unsqueeze(1), None
 
 
-class _MulticlassCurve(Metric):
+class _MulticlassCurve(_Curve):
     """Class scores (N, C, ...) and labels (N, ...), exact or binned one-vs-rest; the shared update."""
 
     num_classes: int = static()
     _: KW_ONLY
-    preds: Tensor = state("cat")
-    target: Tensor = state("cat", default=lambda: torch.empty(0, dtype=torch.int64))
-    counts: Tensor = state("sum", default=lambda: torch.zeros(0, dtype=torch.int64))
+    preds: Tensor = state("cat", init=_empty_preds)
+    target: Tensor = state("cat", init=lambda m: torch.empty(0, dtype=torch.int64))  # class indices
+    counts: Tensor = state("sum", init=_empty_counts)
     thresholds: Any = static(default=None)
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
@@ -460,14 +496,14 @@ class _MulticlassCurve(Metric):
         return self.counts[..., 1].sum(-1)
 
 
-class _MultilabelCurve(Metric):
+class _MultilabelCurve(_Curve):
     """Label scores and 0/1 targets (N, L, ...), exact or binned per label; the shared update."""
 
     num_labels: int = static()
     _: KW_ONLY
-    preds: Tensor = state("cat")
-    target: Tensor = state("cat", default=lambda: torch.empty(0, dtype=torch.int8))
-    counts: Tensor = state("sum", default=lambda: torch.zeros(0, dtype=torch.int64))
+    preds: Tensor = state("cat", init=_empty_preds)
+    target: Tensor = state("cat", init=lambda m: torch.empty(0, m.num_labels, dtype=torch.int8))  # -1: ignored
+    counts: Tensor = state("sum", init=_empty_counts)
     thresholds: Any = static(default=None)
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
@@ -510,6 +546,13 @@ class _MultilabelCurve(Metric):
         if self.thresholds is None:
             return (self.target == 1).sum(0)
         return self.counts[..., 1].sum(-1)
+
+
+def _binary_curve(m: Any, pr: bool) -> Curve:
+    """A binary metric's precision-recall (``pr``) or ROC curve, exact or binned."""
+    if m.thresholds is None:
+        return (_pr if pr else _roc)(m.preds, m.target == 1)
+    return (_binned_pr if pr else _binned_roc)(m.counts, _thr(m))
 
 
 def _per_class(m: Any, auroc: bool) -> Tensor:
@@ -570,9 +613,7 @@ class BinaryROC(_BinaryCurve):
 
     def compute(self) -> Curve:
         """Return the curve over every sample seen."""
-        if self.thresholds is None:
-            return _roc(self.preds, self.target == 1)
-        return _binned_roc(self.counts, _thr(self))
+        return _binary_curve(self, pr=False)
 
 
 @positional("thresholds", "ignore_index", "validate_args", "normalization")
@@ -593,9 +634,7 @@ class BinaryPrecisionRecallCurve(_BinaryCurve):
 
     def compute(self) -> Curve:
         """Return the curve over every sample seen."""
-        if self.thresholds is None:
-            return _pr(self.preds, self.target == 1)
-        return _binned_pr(self.counts, _thr(self))
+        return _binary_curve(self, pr=True)
 
 
 @positional("max_fpr", "thresholds", "ignore_index", "validate_args")
@@ -626,10 +665,7 @@ class BinaryAUROC(_BinaryCurve):
         """Return the area over every sample seen."""
         if self.max_fpr is None:
             return _per_class(self, auroc=True).reshape(())
-        if self.thresholds is None:
-            fpr, tpr, _ = _roc(self.preds, self.target == 1)
-        else:
-            fpr, tpr, _ = _binned_roc(self.counts, _thr(self))
+        fpr, tpr, _ = _binary_curve(self, pr=False)
         return _partial_auc(_wide(fpr), _wide(tpr), float(self.max_fpr))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from scopedmetrics.classification import calibration, confusion, curves, stat_scores
+from scopedmetrics.classification import calibration, confusion, curves, hinge, operating, stat_scores
 from scopedmetrics.metric import Metric
 
 TASKS = ("binary", "multiclass", "multilabel")
@@ -245,6 +245,85 @@ class Specificity(_Dispatcher):
         return _dispatch(cls.__name__, task, cls.classes, named, kwargs)
 
 
+class NegativePredictiveValue(_Dispatcher):
+    """Negative predictive value of the given ``task``; see ``BinaryNegativePredictiveValue`` and its siblings.
+
+    ``average`` defaults to ``"micro"``, as in TorchMetrics' dispatcher.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import NegativePredictiveValue
+        >>> m = NegativePredictiveValue("binary")
+        >>> m.update(torch.tensor([1, 0, 0, 0]), torch.tensor([1, 0, 1, 0])).compute()
+        tensor(0.6667)
+    """
+
+    classes = _tasks(stat_scores, "NegativePredictiveValue")
+
+    def __new__(  # type: ignore[misc]
+        cls, task: str, threshold: float = 0.5, num_classes: int | None = None, num_labels: int | None = None,
+        average: str | None = "micro", multidim_average: str | None = "global", top_k: int | None = 1,
+        ignore_index: int | None = None, validate_args: bool = True, **kwargs: Any,
+    ) -> Metric:
+        named = dict(threshold=threshold, num_classes=num_classes, num_labels=num_labels, average=average,
+                     multidim_average=multidim_average, top_k=top_k, ignore_index=ignore_index,
+                     validate_args=validate_args)
+        return _dispatch(cls.__name__, task, cls.classes, named, kwargs)
+
+
+class HammingDistance(_Dispatcher):
+    """Hamming distance of the given ``task``; see ``BinaryHammingDistance`` and its siblings.
+
+    ``average`` defaults to ``"micro"``, as in TorchMetrics' dispatcher.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import HammingDistance
+        >>> m = HammingDistance("multiclass", num_classes=3)
+        >>> m.update(torch.tensor([0, 2, 1, 1]), torch.tensor([0, 1, 1, 2])).compute()
+        tensor(0.5000)
+    """
+
+    classes = _tasks(stat_scores, "HammingDistance")
+
+    def __new__(  # type: ignore[misc]
+        cls, task: str, threshold: float = 0.5, num_classes: int | None = None, num_labels: int | None = None,
+        average: str | None = "micro", multidim_average: str | None = "global", top_k: int | None = 1,
+        ignore_index: int | None = None, validate_args: bool = True, **kwargs: Any,
+    ) -> Metric:
+        named = dict(threshold=threshold, num_classes=num_classes, num_labels=num_labels, average=average,
+                     multidim_average=multidim_average, top_k=top_k, ignore_index=ignore_index,
+                     validate_args=validate_args)
+        return _dispatch(cls.__name__, task, cls.classes, named, kwargs)
+
+
+class ExactMatch(_Dispatcher):
+    """Exact match of the given ``task``: ``MulticlassExactMatch`` or ``MultilabelExactMatch`` (no binary task).
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import ExactMatch
+        >>> m = ExactMatch("multilabel", num_labels=2)
+        >>> m.update(torch.tensor([[1, 0], [1, 1]]), torch.tensor([[1, 0], [0, 1]])).compute()
+        tensor(0.5000)
+        >>> ExactMatch("binary")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: ExactMatch: argument `task` must be one of ('multiclass', 'multilabel'), got 'binary' ...
+    """
+
+    classes = _tasks(stat_scores, "ExactMatch", ("multiclass", "multilabel"))
+
+    def __new__(  # type: ignore[misc]
+        cls, task: str, threshold: float = 0.5, num_classes: int | None = None, num_labels: int | None = None,
+        multidim_average: str = "global", ignore_index: int | None = None, validate_args: bool = True,
+        **kwargs: Any,
+    ) -> Metric:
+        named = dict(threshold=threshold, num_classes=num_classes, num_labels=num_labels,
+                     multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
+        return _dispatch(cls.__name__, task, cls.classes, named, kwargs)
+
+
 class ConfusionMatrix(_Dispatcher):
     """Confusion matrix of the given ``task``; see ``BinaryConfusionMatrix`` and its siblings.
 
@@ -310,6 +389,29 @@ class CohenKappa(_Dispatcher):
     ) -> Metric:
         named = dict(threshold=threshold, num_classes=num_classes, weights=weights, ignore_index=ignore_index,
                      validate_args=validate_args)
+        return _dispatch(cls.__name__, task, cls.classes, named, kwargs)
+
+
+class JaccardIndex(_Dispatcher):
+    """Jaccard index of the given ``task``; see ``BinaryJaccardIndex`` and its siblings.
+
+    ``average`` defaults to ``"macro"``, as in TorchMetrics' dispatcher.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import JaccardIndex
+        >>> JaccardIndex("binary").update(torch.tensor([0, 1, 1, 1]), torch.tensor([0, 1, 0, 1])).compute()
+        tensor(0.6667)
+    """
+
+    classes = _tasks(confusion, "JaccardIndex")
+
+    def __new__(  # type: ignore[misc]
+        cls, task: str, threshold: float = 0.5, num_classes: int | None = None, num_labels: int | None = None,
+        average: str | None = "macro", ignore_index: int | None = None, validate_args: bool = True, **kwargs: Any,
+    ) -> Metric:
+        named = dict(threshold=threshold, num_classes=num_classes, num_labels=num_labels, average=average,
+                     ignore_index=ignore_index, validate_args=validate_args)
         return _dispatch(cls.__name__, task, cls.classes, named, kwargs)
 
 
@@ -428,6 +530,127 @@ class PrecisionRecallCurve(_Dispatcher):
         return _dispatch(cls.__name__, task, cls.classes, named, kwargs)
 
 
+class HingeLoss(_Dispatcher):
+    """Hinge loss of the given ``task``: ``BinaryHingeLoss`` or ``MulticlassHingeLoss`` (no multilabel task).
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import HingeLoss
+        >>> HingeLoss("binary").update(torch.tensor([0.5, 0.7, 0.1]), torch.tensor([0, 1, 1])).compute()
+        tensor(0.9000)
+        >>> preds = torch.tensor([[-1.0, 0.9, 0.2], [0.5, -1.1, 0.8], [2.2, -0.5, 0.3]])
+        >>> HingeLoss("multiclass", 3, multiclass_mode="one-vs-all").update(preds, torch.tensor([0, 1, 2])).compute()
+        tensor([1.3743, 1.1945, 1.2359])
+    """
+
+    classes = _tasks(hinge, "HingeLoss", ("binary", "multiclass"))
+
+    def __new__(  # type: ignore[misc]
+        cls, task: str, num_classes: int | None = None, squared: bool = False,
+        multiclass_mode: str = "crammer-singer", ignore_index: int | None = None, validate_args: bool = True,
+        **kwargs: Any,
+    ) -> Metric:
+        named = dict(num_classes=num_classes, squared=squared, multiclass_mode=multiclass_mode,
+                     ignore_index=ignore_index, validate_args=validate_args)
+        return _dispatch(cls.__name__, task, cls.classes, named, kwargs)
+
+
+def _operating(name: str, floor: str, value: float, thresholds: Any, num_classes: int | None,
+               num_labels: int | None, ignore_index: int | None, validate_args: bool, task: Any,
+               kwargs: dict[str, Any]) -> Metric:
+    named = {floor: value, "thresholds": thresholds, "num_classes": num_classes, "num_labels": num_labels,
+             "ignore_index": ignore_index, "validate_args": validate_args}
+    return _dispatch(name, task, _tasks(operating, name), named, kwargs)
+
+
+class RecallAtFixedPrecision(_Dispatcher):
+    """Highest recall at precision ``>= min_precision`` of the given ``task``; see ``BinaryRecallAtFixedPrecision``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import RecallAtFixedPrecision
+        >>> m = RecallAtFixedPrecision("binary", 0.6)
+        >>> m.update(torch.tensor([0.1, 0.4, 0.6, 0.8]), torch.tensor([0, 1, 0, 1])).compute()
+        (tensor(1.), tensor(0.4000))
+    """
+
+    classes = _tasks(operating, "RecallAtFixedPrecision")
+
+    def __new__(  # type: ignore[misc]
+        cls, task: str, min_precision: float, thresholds: Any = None, num_classes: int | None = None,
+        num_labels: int | None = None, ignore_index: int | None = None, validate_args: bool = True, **kwargs: Any,
+    ) -> Metric:
+        return _operating(cls.__name__, "min_precision", min_precision, thresholds, num_classes, num_labels,
+                          ignore_index, validate_args, task, kwargs)
+
+
+class PrecisionAtFixedRecall(_Dispatcher):
+    """Highest precision at recall ``>= min_recall`` of the given ``task``; see ``BinaryPrecisionAtFixedRecall``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import PrecisionAtFixedRecall
+        >>> m = PrecisionAtFixedRecall("binary", 0.5)
+        >>> m.update(torch.tensor([0.1, 0.4, 0.6, 0.8]), torch.tensor([0, 1, 0, 1])).compute()
+        (tensor(1.), tensor(0.8000))
+    """
+
+    classes = _tasks(operating, "PrecisionAtFixedRecall")
+
+    def __new__(  # type: ignore[misc]
+        cls, task: str, min_recall: float, thresholds: Any = None, num_classes: int | None = None,
+        num_labels: int | None = None, ignore_index: int | None = None, validate_args: bool = True, **kwargs: Any,
+    ) -> Metric:
+        return _operating(cls.__name__, "min_recall", min_recall, thresholds, num_classes, num_labels,
+                          ignore_index, validate_args, task, kwargs)
+
+
+class SensitivityAtSpecificity(_Dispatcher):
+    """Highest sensitivity at specificity ``>= min_specificity`` of the given ``task``.
+
+    See ``BinarySensitivityAtSpecificity`` and its siblings.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import SensitivityAtSpecificity
+        >>> m = SensitivityAtSpecificity("binary", 0.5)
+        >>> m.update(torch.tensor([0.1, 0.4, 0.6, 0.8]), torch.tensor([0, 1, 0, 1])).compute()
+        (tensor(1.), tensor(0.4000))
+    """
+
+    classes = _tasks(operating, "SensitivityAtSpecificity")
+
+    def __new__(  # type: ignore[misc]
+        cls, task: str, min_specificity: float, thresholds: Any = None, num_classes: int | None = None,
+        num_labels: int | None = None, ignore_index: int | None = None, validate_args: bool = True, **kwargs: Any,
+    ) -> Metric:
+        return _operating(cls.__name__, "min_specificity", min_specificity, thresholds, num_classes, num_labels,
+                          ignore_index, validate_args, task, kwargs)
+
+
+class SpecificityAtSensitivity(_Dispatcher):
+    """Highest specificity at sensitivity ``>= min_sensitivity`` of the given ``task``.
+
+    See ``BinarySpecificityAtSensitivity`` and its siblings.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import SpecificityAtSensitivity
+        >>> m = SpecificityAtSensitivity("binary", 0.5)
+        >>> m.update(torch.tensor([0.1, 0.4, 0.6, 0.8]), torch.tensor([0, 1, 0, 1])).compute()
+        (tensor(1.), tensor(0.8000))
+    """
+
+    classes = _tasks(operating, "SpecificityAtSensitivity")
+
+    def __new__(  # type: ignore[misc]
+        cls, task: str, min_sensitivity: float, thresholds: Any = None, num_classes: int | None = None,
+        num_labels: int | None = None, ignore_index: int | None = None, validate_args: bool = True, **kwargs: Any,
+    ) -> Metric:
+        return _operating(cls.__name__, "min_sensitivity", min_sensitivity, thresholds, num_classes, num_labels,
+                          ignore_index, validate_args, task, kwargs)
+
+
 __all__ = [
     "AUROC",
     "ROC",
@@ -443,5 +666,14 @@ __all__ = [
     "Precision",
     "Recall",
     "Specificity",
+    "NegativePredictiveValue",
+    "HammingDistance",
+    "ExactMatch",
+    "JaccardIndex",
     "StatScores",
+    "HingeLoss",
+    "PrecisionAtFixedRecall",
+    "RecallAtFixedPrecision",
+    "SensitivityAtSpecificity",
+    "SpecificityAtSensitivity",
 ]

@@ -10,6 +10,7 @@ shape. Checks that read the data (finite values, domains) are skipped with
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Literal
 
 import torch
@@ -57,17 +58,53 @@ def all_finite(x: torch.Tensor) -> bool:
     return math.isfinite(low.item()) and math.isfinite(high.item())
 
 
-def check_result(owner: Metric, result: torch.Tensor, inputs: tuple[tuple[str, torch.Tensor], ...]) -> None:
+def check_values(owner: Metric, name: str, ok: torch.Tensor, expected: str) -> None:
+    """Refuse argument ``name`` unless ``ok`` (a boolean tensor of its elements) holds everywhere.
+
+    The message reads ``"Metric.update: argument `name` must be <expected>"``.
+    Under ``torch.compile`` the check is an asynchronous assert (no graph break).
+    """
+    message = f"{where(owner)}: argument `{name}` must be {expected}"
+    if torch.compiler.is_compiling():
+        torch._assert_async(ok.all(), message)
+    elif not bool(ok.all()):
+        raise ValueError(message)
+
+
+Domain = tuple[Callable[[torch.Tensor], torch.Tensor], str]
+"""A domain of input values: the elementwise test, and what it asks for (``(lambda x: x > -1, "greater than -1")``)."""
+
+
+def check_result(
+    owner: Metric,
+    result: torch.Tensor,
+    inputs: tuple[tuple[str, torch.Tensor], ...],
+    domain: Domain | None = None,
+) -> None:
     """Refuse non-finite inputs, looking at them only when the batch's ``result`` is not finite.
 
     For a result that any NaN or infinite input makes NaN or infinite (a sum of
     squared or absolute errors), a finite result clears every input without
     reading it again; a non-finite one checks each input in order, and passes
     when they are finite (the result overflowed), exactly as checking them first.
+    ``domain`` extends this to inputs outside the function's domain, when every
+    such input makes the result non-finite (``log1p`` of values at or below -1).
     """
     if owner.validate_args and (torch.compiler.is_compiling() or not all_finite(result)):  # type: ignore[attr-defined]
         for name, x in inputs:
             check_finite(owner, name, x)
+            if domain is not None:
+                check_values(owner, name, domain[0](x), domain[1])
+
+
+def outputs_layout(m: Metric) -> Layout:
+    """Any shape, flattened, for one output (as TorchMetrics); ``(N, num_outputs)`` otherwise."""
+    return "flat" if m.num_outputs == 1 else "outputs"  # type: ignore[attr-defined]
+
+
+def per_output(m: Metric, value: torch.Tensor) -> torch.Tensor:
+    """``value`` of shape ``(num_outputs,)``, squeezed to 0-d for a single output."""
+    return value.squeeze(0) if m.num_outputs == 1 else value  # type: ignore[attr-defined]
 
 
 def pair(

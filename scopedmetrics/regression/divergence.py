@@ -1,4 +1,4 @@
-"""Kullback-Leibler divergence between rows of two distributions.
+"""Kullback-Leibler and Jensen-Shannon divergences between rows of two distributions.
 
 As for cosine similarity, each row's divergence is final once seen:
 ``"mean"`` and ``"sum"`` keep a running sum and count, ``"none"`` keeps one
@@ -7,6 +7,7 @@ value per row in a ``cat`` state.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -15,6 +16,32 @@ from scopedmetrics.metric import Metric
 from scopedmetrics.regression._inputs import check_bool, check_choice, pair, where
 from scopedmetrics.regression.similarity import REDUCTIONS, reduce_rows
 from scopedmetrics.state import append, state, static
+
+
+def check_distributions(owner: Metric, p: torch.Tensor, q: torch.Tensor) -> None:
+    """Refuse rows that are not distributions: non-negative weights with a positive sum, or log-probabilities.
+
+    With ``owner.log_prob`` the values may be ``-inf`` (probability 0), never NaN or ``+inf``.
+    """
+    for name, x in (("p", p), ("q", q)):
+        if owner.log_prob:  # type: ignore[attr-defined]
+            if bool((torch.isnan(x) | (x == float("inf"))).any()):
+                raise ValueError(f"{where(owner)}: argument `{name}` contains NaN or +inf log-probabilities")
+            continue
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{where(owner)}: argument `{name}` contains non-finite values (NaN or inf)")
+        if bool((x < 0).any()):
+            raise ValueError(f"{where(owner)}: argument `{name}` has negative probabilities")
+        if bool((x.sum(1) <= 0).any()):
+            raise ValueError(f"{where(owner)}: argument `{name}` has a row that sums to 0")
+
+
+def _kl_terms(p: torch.Tensor, q: torch.Tensor, log_prob: bool) -> torch.Tensor:
+    """Per row, ``KL(p || q)`` of normalized probabilities, or of log-probabilities (``-inf`` is 0)."""
+    zero = torch.zeros((), dtype=p.dtype, device=p.device)
+    if log_prob:
+        return torch.where(p == float("-inf"), zero, p.exp() * (p - q)).sum(1)
+    return torch.where(p > 0, p * (p / q).log(), zero).sum(1)
 
 
 class KLDivergence(Metric):
@@ -51,37 +78,70 @@ class KLDivergence(Metric):
         check_choice(self, "reduction", REDUCTIONS)
         check_bool(self, "validate_args")
 
-    def _check_domain(self, p: torch.Tensor, q: torch.Tensor) -> None:
-        for name, x in (("p", p), ("q", q)):
-            if self.log_prob:
-                if bool((torch.isnan(x) | (x == float("inf"))).any()):
-                    raise ValueError(
-                        f"{where(self)}: argument `{name}` contains NaN or +inf log-probabilities"
-                    )
-                continue
-            if not bool(torch.isfinite(x).all()):
-                raise ValueError(f"{where(self)}: argument `{name}` contains non-finite values (NaN or inf)")
-            if bool((x < 0).any()):
-                raise ValueError(f"{where(self)}: argument `{name}` has negative probabilities")
-            if bool((x.sum(1) <= 0).any()):
-                raise ValueError(f"{where(self)}: argument `{name}` has a row that sums to 0")
-
     def update(self, p: Any, q: Any) -> KLDivergence:
         """Fold in one batch of distributions ``p`` and ``q``; ``self`` is unchanged."""
         p, q = pair(self, p, q, self.sum_divergence, "rows", names=("p", "q"), finite=False)
         if self.validate_args:
-            self._check_domain(p, q)
-        zero = torch.zeros((), dtype=p.dtype, device=p.device)
-        if self.log_prob:
-            terms = torch.where(p == float("-inf"), zero, p.exp() * (p - q))
-        else:
+            check_distributions(self, p, q)
+        if not self.log_prob:
             p = p / p.sum(1, keepdim=True)
             q = q / q.sum(1, keepdim=True)
-            terms = torch.where(p > 0, p * (p / q).log(), zero)
-        kl = terms.sum(1)
+        kl = _kl_terms(p, q, self.log_prob)
         if self.reduction in ("none", None):
             return self.replace(divergence=append(self.divergence, kl), total=self.total + kl.shape[0])
         return self.replace(sum_divergence=self.sum_divergence + kl.sum(), total=self.total + kl.shape[0])
+
+    def compute(self) -> torch.Tensor:
+        """Reduce the per-row divergences as ``reduction`` says."""
+        return reduce_rows(self, self.sum_divergence, self.divergence)
+
+
+class JensenShannonDivergence(Metric):
+    """Jensen-Shannon divergence ``(KL(p || m) + KL(q || m)) / 2``, ``m = (p + q) / 2``, of each row, then reduced.
+
+    Inputs, ``log_prob`` and ``reduction`` as for :class:`KLDivergence`; the
+    divergence is symmetric and lies in ``[0, log 2]`` (natural logarithm), so
+    it is finite even where one distribution is 0 and the other is not.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.regression import JensenShannonDivergence
+        >>> p = torch.tensor([[0.1, 0.9], [0.2, 0.8], [0.3, 0.7]])
+        >>> q = torch.tensor([[0.3, 0.7], [0.4, 0.6], [0.5, 0.5]])
+        >>> JensenShannonDivergence().update(p, q).compute()
+        tensor(0.0259)
+        >>> JensenShannonDivergence(log_prob=True, reduction="sum").update(p.log(), q.log()).compute()
+        tensor(0.0776)
+
+    """
+
+    log_prob: bool = static(default=False)
+    reduction: str | None = static(default="mean")
+    validate_args: bool = static(default=True)
+    sum_divergence: torch.Tensor = state("sum", default=0.0)
+    total: torch.Tensor = state("sum", default=0)
+    divergence: torch.Tensor = state("cat", default=torch.empty(0))
+
+    def __post_init__(self) -> None:
+        check_bool(self, "log_prob")
+        check_choice(self, "reduction", REDUCTIONS)
+        check_bool(self, "validate_args")
+
+    def update(self, p: Any, q: Any) -> JensenShannonDivergence:
+        """Fold in one batch of distributions ``p`` and ``q``; ``self`` is unchanged."""
+        p, q = pair(self, p, q, self.sum_divergence, "rows", names=("p", "q"), finite=False)
+        if self.validate_args:
+            check_distributions(self, p, q)
+        if self.log_prob:
+            m = torch.logaddexp(p, q) - math.log(2.0)
+        else:
+            p = p / p.sum(1, keepdim=True)
+            q = q / q.sum(1, keepdim=True)
+            m = (p + q) / 2
+        js = (_kl_terms(p, m, self.log_prob) + _kl_terms(q, m, self.log_prob)) / 2
+        if self.reduction in ("none", None):
+            return self.replace(divergence=append(self.divergence, js), total=self.total + js.shape[0])
+        return self.replace(sum_divergence=self.sum_divergence + js.sum(), total=self.total + js.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Reduce the per-row divergences as ``reduction`` says."""

@@ -1,9 +1,10 @@
-"""Error metrics: mean squared, mean absolute and mean absolute percentage error.
+"""Error metrics: mean squared, mean absolute and (symmetric, weighted) mean absolute percentage error.
 
-Each keeps a running sum of errors and a row count, both reduced with
-``"sum"``; the ratio (and, for RMSE, its square root) is taken only after the
-reduction, so RMSE over several ranks is ``sqrt(total SSE / total count)``,
-not an average of per-rank RMSEs. With no samples anywhere the value is NaN.
+Each keeps a running sum of errors and a row count (WMAPE: also the sum of
+``|target|``), reduced with ``"sum"``; the ratio (and, for RMSE, its
+square root) is taken only after the reduction, so RMSE over several ranks is
+``sqrt(total SSE / total count)``, not an average of per-rank RMSEs. With no
+samples anywhere the value is NaN (WMAPE: 0, as TorchMetrics).
 """
 
 from __future__ import annotations
@@ -13,20 +14,17 @@ from typing import Any
 import torch
 
 from scopedmetrics.metric import Metric
-from scopedmetrics.regression._inputs import Layout, check_bool, check_positive_int, check_result, pair
+from scopedmetrics.regression._inputs import (
+    check_bool,
+    check_positive_int,
+    check_result,
+    outputs_layout,
+    pair,
+    per_output,
+)
 from scopedmetrics.state import state, static
 
 _SQUARED_ERROR = torch.ops.aten.mse_loss.default  # (input, target, reduction): 0 none, 2 sum
-
-
-def _layout(m: Metric) -> Layout:
-    """Any shape, flattened, for one output (as TorchMetrics); ``(N, num_outputs)`` otherwise."""
-    return "flat" if m.num_outputs == 1 else "outputs"  # type: ignore[attr-defined]
-
-
-def _per_output(m: Metric, value: torch.Tensor) -> torch.Tensor:
-    """``value`` of shape ``(num_outputs,)``, squeezed to 0-d for a single output."""
-    return value.squeeze(0) if m.num_outputs == 1 else value  # type: ignore[attr-defined]
 
 
 class MeanSquaredError(Metric):
@@ -58,7 +56,7 @@ class MeanSquaredError(Metric):
 
     def update(self, preds: Any, target: Any) -> MeanSquaredError:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.sum_squared_error, _layout(self), finite=False)
+        p, t = pair(self, preds, target, self.sum_squared_error, outputs_layout(self), finite=False)
         # flat (N,) for one output, else (N, num_outputs); aten's mse_loss fuses (p - t) ** 2 into one pass
         # and sums in the same order as (diff * diff).sum(0), bit for bit
         sse = _SQUARED_ERROR(p, t, 2) if p.ndim == 1 else _SQUARED_ERROR(p, t, 0).sum(0)
@@ -68,7 +66,7 @@ class MeanSquaredError(Metric):
     def compute(self) -> torch.Tensor:
         """Total squared error over total count, or its square root; NaN with no samples."""
         mse = self.sum_squared_error / self.total
-        return _per_output(self, mse if self.squared else mse.sqrt())
+        return per_output(self, mse if self.squared else mse.sqrt())
 
 
 class MeanAbsoluteError(Metric):
@@ -96,14 +94,14 @@ class MeanAbsoluteError(Metric):
 
     def update(self, preds: Any, target: Any) -> MeanAbsoluteError:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.sum_abs_error, _layout(self), finite=False)
+        p, t = pair(self, preds, target, self.sum_abs_error, outputs_layout(self), finite=False)
         sae = (p - t).abs().sum(0)  # flat (N,) for one output, else (N, num_outputs)
         check_result(self, sae, (("preds", p), ("target", t)))
         return self.replace(sum_abs_error=self.sum_abs_error + sae, total=self.total + p.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Total absolute error over total count; NaN with no samples."""
-        return _per_output(self, self.sum_abs_error / self.total)
+        return per_output(self, self.sum_abs_error / self.total)
 
 
 class MeanAbsolutePercentageError(Metric):
@@ -140,3 +138,81 @@ class MeanAbsolutePercentageError(Metric):
     def compute(self) -> torch.Tensor:
         """Total relative error over total count; NaN with no samples."""
         return self.sum_abs_per_error / self.total
+
+
+class SymmetricMeanAbsolutePercentageError(Metric):
+    """Symmetric MAPE, ``mean(2 |preds - target| / max(|preds| + |target|, epsilon))``.
+
+    As in TorchMetrics, the denominator is clamped below at ``epsilon = 1.17e-06``;
+    the value lies in ``[0, 2]``. Inputs have any equal shape.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.regression import SymmetricMeanAbsolutePercentageError
+        >>> m = SymmetricMeanAbsolutePercentageError()
+        >>> m.update(torch.tensor([1.0, 10, 1e6]), torch.tensor([0.9, 15, 1.2e6])).compute()
+        tensor(0.2290)
+
+    """
+
+    validate_args: bool = static(default=True)
+    sum_abs_per_error: torch.Tensor = state("sum", default=0.0)
+    total: torch.Tensor = state("sum", default=0)
+
+    epsilon = 1.17e-06
+
+    def __post_init__(self) -> None:
+        check_bool(self, "validate_args")
+
+    def update(self, preds: Any, target: Any) -> SymmetricMeanAbsolutePercentageError:
+        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
+        p, t = pair(self, preds, target, self.sum_abs_per_error, "flat", finite=False)
+        err = 2 * ((p - t).abs() / (p.abs() + t.abs()).clamp(min=self.epsilon)).sum()
+        check_result(self, err, (("preds", p), ("target", t)))
+        return self.replace(sum_abs_per_error=self.sum_abs_per_error + err, total=self.total + p.numel())
+
+    def compute(self) -> torch.Tensor:
+        """Total symmetric relative error over total count; NaN with no samples."""
+        return self.sum_abs_per_error / self.total
+
+
+class WeightedMeanAbsolutePercentageError(Metric):
+    """Weighted MAPE, ``sum |preds - target| / max(sum |target|, epsilon)`` over the whole data set.
+
+    Both sums are states, so the ratio is of the data set's totals, never an
+    average of per-batch ratios. With no samples the value is 0 (``0 / epsilon``),
+    as in TorchMetrics. Inputs have any equal shape.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.regression import WeightedMeanAbsolutePercentageError
+        >>> m = WeightedMeanAbsolutePercentageError()
+        >>> m.update(torch.tensor([1.0, 12, 3]), torch.tensor([2.0, 10, 4])).compute()
+        tensor(0.2500)
+
+    """
+
+    validate_args: bool = static(default=True)
+    sum_abs_error: torch.Tensor = state("sum", default=0.0)
+    sum_scale: torch.Tensor = state("sum", default=0.0)
+    total: torch.Tensor = state("sum", default=0)  # elements seen: exact predictions of zeros are not an empty state
+
+    epsilon = 1.17e-06
+
+    def __post_init__(self) -> None:
+        check_bool(self, "validate_args")
+
+    def update(self, preds: Any, target: Any) -> WeightedMeanAbsolutePercentageError:
+        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
+        p, t = pair(self, preds, target, self.sum_abs_error, "flat", finite=False)
+        err = (p - t).abs().sum()
+        check_result(self, err, (("preds", p), ("target", t)))
+        return self.replace(
+            sum_abs_error=self.sum_abs_error + err,
+            sum_scale=self.sum_scale + t.abs().sum(),
+            total=self.total + t.numel(),
+        )
+
+    def compute(self) -> torch.Tensor:
+        """Total absolute error over the total absolute target, clamped below at ``epsilon``."""
+        return self.sum_abs_error / self.sum_scale.clamp(min=self.epsilon)

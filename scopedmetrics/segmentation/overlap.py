@@ -101,9 +101,9 @@ class MeanIoU(Metric):
 
     def update(self, preds: torch.Tensor, target: torch.Tensor) -> MeanIoU:
         """Fold in a batch of segmentations; ``self`` is unchanged."""
-        c = counts(self, preds, target)
-        union = c.pred + c.target - c.inter
         (a, b), per_class = self._names()
+        c = counts(self, preds, target, per_sample=a != "inter")
+        union = c.pred + c.target - c.inter
         if a == "inter":
             new = {"inter": c.inter.sum(0), "union": union.sum(0)}
         else:
@@ -199,7 +199,7 @@ class DiceScore(Metric):
 
     def update(self, preds: torch.Tensor, target: torch.Tensor) -> DiceScore:
         """Fold in a batch of segmentations; ``self`` is unchanged."""
-        c: Counts = counts(self, preds, target)
+        c: Counts = counts(self, preds, target, per_sample=self.aggregation_level != "global")
         num, den = 2 * c.inter, c.pred + c.target
         if self.aggregation_level == "global":
             new = {"numerator": num.sum(0), "denominator": den.sum(0), "support": c.target.sum(0)}

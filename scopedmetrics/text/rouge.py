@@ -3,7 +3,8 @@
 The state is, per ROUGE key, the float64 sums of the sentences' precision,
 recall and F-measure, and an int64 count of sentences, reduced with
 ``"sum"``; the value is sum over count, so any split of the corpus gives the
-single-process mean.
+single-process mean. ``rougeLsum`` (summary-level LCS) splits a summary into
+sentences at newlines, rouge-score's rule, so nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any
 
 import torch
@@ -22,7 +24,8 @@ from scopedmetrics.metric import Metric
 from scopedmetrics.state import state, static
 from scopedmetrics.text._inputs import references
 
-KEYS = ("rouge1", "rouge2", "rouge3", "rouge4", "rouge5", "rouge6", "rouge7", "rouge8", "rouge9", "rougeL")
+KEYS = ("rouge1", "rouge2", "rouge3", "rouge4", "rouge5", "rouge6", "rouge7", "rouge8", "rouge9", "rougeL",
+        "rougeLsum")
 _SCORES = ("fmeasure", "precision", "recall")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _SPACE = re.compile(r"\s+")
@@ -71,16 +74,61 @@ def _rouge_l(pred: list[str], target: list[str]) -> tuple[float, float, float]:
     return _prf(_lcs(pred, target), len(pred), len(target))
 
 
+def _sentences(text: str) -> list[str]:
+    """rouge-score's rule for ``rougeLsum``: one sentence per line, empty lines dropped."""
+    return [s for s in text.split("\n") if s]
+
+
+def _lcs_indices(ref: list[str], can: list[str]) -> list[int]:
+    """The indices into ``ref`` of one longest common subsequence, chosen as rouge-score's backtrack chooses."""
+    table = [[0] * (len(can) + 1) for _ in range(len(ref) + 1)]
+    for i, x in enumerate(ref, 1):
+        for j, y in enumerate(can, 1):
+            table[i][j] = table[i - 1][j - 1] + 1 if x == y else max(table[i - 1][j], table[i][j - 1])
+    out, i, j = [], len(ref), len(can)
+    while i > 0 and j > 0:  # the tie-break matters: the union below depends on which subsequence is read out
+        if ref[i - 1] == can[j - 1]:
+            out.append(i - 1)
+            i, j = i - 1, j - 1
+        elif table[i][j - 1] > table[i - 1][j]:
+            j -= 1
+        else:
+            i -= 1
+    return out
+
+
+def _rouge_lsum(pred: list[list[str]], target: list[list[str]]) -> tuple[float, float, float]:
+    """Summary-level LCS (Lin 2004, section 3.2): per reference sentence, the union of its LCS with each predicted one.
+
+    A token is a hit at most as often as it occurs on both sides (rouge-score's and ROUGE 1.5.5's counting).
+    """
+    pred_len, target_len = sum(map(len, pred)), sum(map(len, target))
+    if pred_len == 0 or target_len == 0:
+        return 0.0, 0.0, 0.0
+    left_p, left_t = Counter(chain.from_iterable(pred)), Counter(chain.from_iterable(target))
+    hits = 0
+    for ref in target:
+        for i in sorted(set().union(*(_lcs_indices(ref, can) for can in pred))):
+            token = ref[i]
+            if left_p[token] > 0 and left_t[token] > 0:
+                hits += 1
+                left_p[token] -= 1
+                left_t[token] -= 1
+    return _prf(hits, pred_len, target_len)
+
+
 class ROUGEScore(Metric):
-    """ROUGE-1..9 and ROUGE-L of predictions against one or more references, averaged over sentences.
+    r"""ROUGE-1..9, ROUGE-L and ROUGE-Lsum of predictions against one or more references, averaged over sentences.
 
     As TorchMetrics' ``ROUGEScore``: tokens as rouge-score makes them (or by
     ``normalizer`` and ``tokenizer``), optionally Porter-stemmed
     (``use_stemmer``, which needs ``nltk``); with several references,
     ``accumulate="best"`` keeps each key's best-F reference and ``"avg"``
     averages over them. ``compute`` returns ``{"rouge1_fmeasure": ...,
-    "rouge1_precision": ..., "rouge1_recall": ..., ...}``. ``rougeLsum`` is
-    not offered: it splits sentences with nltk's punkt model, a download.
+    "rouge1_precision": ..., "rouge1_recall": ..., ...}``. ``rougeLsum``
+    (asked for in ``rouge_keys``) splits summaries into sentences at newlines,
+    as rouge-score does; TorchMetrics splits them with nltk's punkt model (a
+    download), so put one sentence per line.
 
     Examples:
         >>> from scopedmetrics.text import ROUGEScore
@@ -88,6 +136,10 @@ class ROUGEScore(Metric):
         >>> scores = rouge.update("My name is John", "Is your name John").compute()
         >>> scores["rouge1_fmeasure"], scores["rougeL_fmeasure"]
         (tensor(0.7500), tensor(0.5000))
+        >>> lsum = ROUGEScore(rouge_keys=("rougeL", "rougeLsum"))  # one sentence per line
+        >>> scores = lsum.update("a b c\nd e", "d e\na b c").compute()
+        >>> scores["rougeL_fmeasure"], scores["rougeLsum_fmeasure"]
+        (tensor(0.6000), tensor(1.))
     """
 
     use_stemmer: bool = static(default=False)
@@ -105,11 +157,6 @@ class ROUGEScore(Metric):
         if not isinstance(keys, Sequence) or not keys:
             raise TypeError(f"ROUGEScore: argument `rouge_keys` must be a key or a tuple of keys, got {keys!r}")
         for key in keys:
-            if key == "rougeLsum":
-                raise ValueError(
-                    "ROUGEScore: argument `rouge_keys`: 'rougeLsum' is not offered (it needs nltk's punkt sentence "
-                    f"model, a download); choose from {KEYS}"
-                )
             if key not in KEYS:
                 raise ValueError(f"ROUGEScore: argument `rouge_keys` must hold keys of {KEYS}, got {key!r}")
         object.__setattr__(self, "rouge_keys", tuple(keys))  # frozen: one canonical form
@@ -135,13 +182,21 @@ class ROUGEScore(Metric):
 
         if not all(refs):
             raise ValueError(f"{_checks.where(self)}: argument `target` holds no reference for a prediction")
+        def sentence_tokens(text: str) -> list[list[str]]:
+            return [tokens(s) for s in _sentences(text)]
+
+        def score(key: str, pt: list[str], rt: list[str], ps: list[list[str]], rs: list[list[str]]) -> Any:
+            if key == "rougeLsum":
+                return _rouge_lsum(ps, rs)
+            return _rouge_l(pt, rt) if key == "rougeL" else _rouge_n(pt, rt, int(key[5:]))
+
+        lsum = "rougeLsum" in keys
         sums = torch.zeros(len(keys), 3, dtype=torch.float64)
         for pred, candidates in zip(p, refs):
-            pt = tokens(pred)
+            pt, ps = tokens(pred), sentence_tokens(pred) if lsum else []
+            per_ref = [(tokens(r), sentence_tokens(r) if lsum else []) for r in candidates]
             scores = torch.tensor(
-                [[_rouge_l(pt, rt) if k == "rougeL" else _rouge_n(pt, rt, int(k[5:])) for k in keys]
-                 for rt in map(tokens, candidates)],
-                dtype=torch.float64,
+                [[score(k, pt, rt, ps, rs) for k in keys] for rt, rs in per_ref], dtype=torch.float64
             )  # (references, keys, (F, P, R))
             if self.accumulate == "best":
                 best = scores[:, :, 0].argmax(0)  # the first best-F reference per key

@@ -17,13 +17,23 @@ from typing import Any, TypeVar
 import torch
 
 from scopedmetrics.aggregation import Max, Mean, Min, Sum
-from scopedmetrics.classification.confusion import _BinaryConfusion, _MulticlassConfusion, _MultilabelConfusion
+from scopedmetrics.classification.confusion import (
+    BinaryConfusion,
+    MulticlassConfusion,
+    MultilabelConfusion,
+    _FromConfusion,
+)
 from scopedmetrics.classification.inputs import binary_labels, bincount, multiclass_labels, multilabel_labels
-from scopedmetrics.classification.stat_scores import BinaryStatScores, _MulticlassCounts, _MultilabelCounts
+from scopedmetrics.classification.stat_scores import (
+    BinaryCounts,
+    MulticlassCounts,
+    MultilabelCounts,
+    _StatScore,
+)
 from scopedmetrics.metric import Metric
 from scopedmetrics.regression._inputs import check_result, pair
 from scopedmetrics.regression.error import MeanAbsoluteError, MeanSquaredError
-from scopedmetrics.wrappers._groups import GroupIds, per_element, register_sliced_update
+from scopedmetrics.wrappers._groups import GroupIds, _call_hook, hook_for, per_element, register_sliced_update
 
 M = TypeVar("M", bound=Metric)
 
@@ -149,14 +159,14 @@ register_sliced_update(MeanAbsoluteError)(_error("sum_abs_error", squared=False)
 # -- classification: stat scores -------------------------------------------------------------
 
 
-@register_sliced_update(BinaryStatScores)
+@register_sliced_update(BinaryCounts)
 def _binary_stat_scores(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
     ids, n = g.ids, g.n
     p, t, keep = binary_labels(template, preds, target)
     group = per_element(ids, p.shape[0])
     if group is None:
         return None
-    index = group * 4 + (~p).long() * 2 + (p != t)  # 0 tp, 1 fp, 2 tn, 3 fn, as BinaryStatScores.update
+    index = group * 4 + (~p).long() * 2 + (p != t)  # 0 tp, 1 fp, 2 tn, 3 fn, as BinaryCounts.update
     counts = bincount(index, 4 * n, keep).view(n, 4)
     s: Any = stacked
     return stacked.replace(tp=s.tp + counts[:, 0], fp=s.fp + counts[:, 1], tn=s.tn + counts[:, 2],
@@ -172,7 +182,7 @@ def _labels_in_range(p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None
     return bool(low.item() >= 0 and high.item() < c)
 
 
-@register_sliced_update(_MulticlassCounts)
+@register_sliced_update(MulticlassCounts)
 def _multiclass_counts(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
     ids, n = g.ids, g.n
     c = template.num_classes  # type: ignore[attr-defined]
@@ -194,7 +204,7 @@ def _multiclass_counts(stacked: M, template: M, g: GroupIds, preds: Any, target:
     return stacked.replace(counts=counts + add)
 
 
-@register_sliced_update(_MultilabelCounts)
+@register_sliced_update(MultilabelCounts)
 def _multilabel_counts(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
     ids, n = g.ids, g.n
     size = template.num_labels  # type: ignore[attr-defined]
@@ -213,7 +223,7 @@ def _multilabel_counts(stacked: M, template: M, g: GroupIds, preds: Any, target:
 # -- classification: confusion matrices -----------------------------------------------------------
 
 
-@register_sliced_update(_BinaryConfusion)
+@register_sliced_update(BinaryConfusion)
 def _binary_confusion(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
     ids, n = g.ids, g.n
     p, t, keep = binary_labels(template, preds, target, kept_only=True)
@@ -224,7 +234,7 @@ def _binary_confusion(stacked: M, template: M, g: GroupIds, preds: Any, target: 
     return stacked.replace(confmat=stacked.confmat + counts)  # type: ignore[attr-defined]
 
 
-@register_sliced_update(_MulticlassConfusion)
+@register_sliced_update(MulticlassConfusion)
 def _multiclass_confusion(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
     ids, n = g.ids, g.n
     c = template.num_classes  # type: ignore[attr-defined]
@@ -238,7 +248,7 @@ def _multiclass_confusion(stacked: M, template: M, g: GroupIds, preds: Any, targ
     return stacked.replace(confmat=stacked.confmat + counts)  # type: ignore[attr-defined]
 
 
-@register_sliced_update(_MultilabelConfusion)
+@register_sliced_update(MultilabelConfusion)
 def _multilabel_confusion(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
     ids, n = g.ids, g.n
     size = template.num_labels  # type: ignore[attr-defined]
@@ -250,3 +260,39 @@ def _multilabel_confusion(stacked: M, template: M, g: GroupIds, preds: Any, targ
     index = group[:, None] * (4 * size) + label + t.long() * 2 + p
     counts = bincount(index, 4 * size * n, keep).view(n, size, 2, 2)
     return stacked.replace(confmat=stacked.confmat + counts)  # type: ignore[attr-defined]
+
+
+# -- classification: scores that hold their counts as a nested metric ----------------------------------
+
+
+def _renamed(err: Exception, inner: str, outer: str) -> Exception:
+    """``err`` with a message that begins ``"<inner>.update:"`` made to begin ``"<outer>.update:"``."""
+    message, head = str(err), f"{inner}.update:"
+    if type(err) not in (TypeError, ValueError) or not message.startswith(head):
+        return err
+    return type(err)(f"{outer}.update:{message[len(head):]}").with_traceback(err.__traceback__)
+
+
+def _nested(field: str) -> Any:
+    """The hook of a metric whose ``update`` folds into the metric in state ``field`` (``sm.delegate``).
+
+    It runs the nested metric's hook on the nested stacked state; a refusal names the outer metric,
+    as its own ``update`` does.
+    """
+
+    def hook(stacked: M, template: M, g: GroupIds, *args: Any, **kwargs: Any) -> M | None:
+        inner_template = getattr(template, field)
+        inner = hook_for(inner_template)
+        if inner is None:
+            return None
+        try:
+            done = _call_hook(inner, getattr(stacked, field), inner_template, g, args, kwargs)
+        except (TypeError, ValueError) as err:
+            raise _renamed(err, type(inner_template).__name__, type(template).__name__) from None
+        return None if done is None else stacked.replace(**{field: done})
+
+    return hook
+
+
+register_sliced_update(_StatScore)(_nested("stats"))
+register_sliced_update(_FromConfusion)(_nested("matrix"))

@@ -1,0 +1,442 @@
+"""Operating points: the best value of one rate where another reaches a floor, and the threshold that gives it.
+
+``RecallAtFixedPrecision`` (``min_precision``), ``PrecisionAtFixedRecall``
+(``min_recall``), ``SensitivityAtSpecificity`` (``min_specificity``) and
+``SpecificityAtSensitivity`` (``min_sensitivity``), for the binary, multiclass
+(one-vs-rest, per class) and multilabel (per label) tasks. Each holds the
+state of its task's curve (``curves``: exact ``cat`` states of scores and
+labels with ``thresholds=None``, or binned ``counts`` otherwise), so every
+split of the data reduces to the same curve, and ``compute`` reads the point
+off the curve exactly as TorchMetrics does:
+
+* at fixed precision: the largest recall among curve points whose precision
+  reaches ``min_precision``, ties broken by the larger precision, then the
+  larger threshold; no such point, or a best recall of 0, gives threshold NaN;
+* at fixed recall: the largest precision among points whose recall reaches
+  ``min_recall``, ties broken by recall, then threshold; precision 0 (or no
+  point) gives threshold NaN;
+* sensitivity at specificity / specificity at sensitivity: on the ROC curve,
+  the largest sensitivity (specificity) among points whose specificity
+  (sensitivity) reaches the floor, the first such point in the curve's
+  order; no such point gives ``(0, 1e6)``.
+
+``compute`` returns ``(value, threshold)``: 0-d tensors for binary, ``(C,)``
+or ``(L,)`` tensors otherwise. Where TorchMetrics raises instead (a binned
+precision-recall curve of a column without positives, whose recall is NaN,
+asked for a recall at a precision floor that some point reaches), the value
+and threshold are NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import KW_ONLY
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from scopedmetrics.classification.curves import (
+    _binary_curve,
+    _BinaryCurve,
+    _binned_pr,
+    _binned_roc,
+    _MulticlassCurve,
+    _MultilabelCurve,
+    _pr,
+    _roc,
+    _thr,
+)
+from scopedmetrics.classification.signature import positional
+from scopedmetrics.state import static
+
+Point = tuple[Tensor, Tensor]
+Reduce = Callable[[Tensor, Tensor, Tensor, float], Point]
+
+
+def _check_floor(owner: Any, arg: str) -> None:
+    """Refuse a floor (``min_precision`` ...) that is not a number in [0, 1]."""
+    v = getattr(owner, arg)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{type(owner).__name__}: argument `{arg}` must be a number in [0, 1], got {v!r}")
+    if not 0 <= v <= 1:
+        raise ValueError(f"{type(owner).__name__}: argument `{arg}` must be a number in [0, 1], got {v!r}")
+
+
+def _lexmax(keys: tuple[Tensor, ...], ok: Tensor) -> int | None:
+    """The first index where ``ok`` of the lexicographic maximum of ``keys`` (TorchMetrics' ``_lexargmax``)."""
+    idx = ok.nonzero().reshape(-1)
+    if idx.numel() == 0:
+        return None
+    for key in keys:
+        col = key[idx]
+        idx = idx[col == col.max()]
+        if idx.numel() < 2:
+            break
+    return int(idx[0])
+
+
+def _recall_at_precision(precision: Tensor, recall: Tensor, thresholds: Tensor, floor: float) -> Point:
+    """Largest recall where precision ``>= floor`` (then largest precision, then threshold)."""
+    n = min(len(precision), len(recall), len(thresholds))
+    p, r, t = precision[:n], recall[:n], thresholds[:n]
+    ok = p >= floor  # NaN precision (no predicted positive, binned) never qualifies
+    nan = torch.tensor(float("nan"), dtype=thresholds.dtype, device=thresholds.device)
+    if bool(r[ok].isnan().any()):  # binned, no positives: recall is undefined (TorchMetrics raises)
+        return recall.new_tensor(float("nan")), nan
+    best = _lexmax((r, p, t), ok)
+    if best is None or float(r[best]) == 0.0:
+        return recall.new_zeros(()) if best is None else r[best], nan
+    return r[best], t[best]
+
+
+def _precision_at_recall(precision: Tensor, recall: Tensor, thresholds: Tensor, floor: float) -> Point:
+    """Largest precision where recall ``>= floor`` (then largest recall, then threshold)."""
+    n = min(len(precision), len(recall), len(thresholds))
+    p, r, t = precision[:n], recall[:n], thresholds[:n]
+    ok = (r >= floor) & ~p.isnan()  # TorchMetrics' max over tuples never picks a NaN precision after a number
+    nan = torch.tensor(float("nan"), dtype=thresholds.dtype, device=thresholds.device)
+    best = _lexmax((p, r, t), ok)
+    if best is None or float(p[best]) == 0.0:
+        return precision.new_zeros(()) if best is None else p[best], nan
+    return p[best], t[best]
+
+
+def _at_floor(value: Tensor, other: Tensor, thresholds: Tensor, floor: float) -> Point:
+    """Largest ``value`` where ``other >= floor``, the first in curve order; ``(0, 1e6)`` when none qualifies."""
+    ok = other >= floor
+    if not bool(ok.any()):
+        return value.new_zeros(()), torch.tensor(1e6, dtype=thresholds.dtype, device=thresholds.device)
+    value, thresholds = value[ok], thresholds[ok]
+    best = int(value.argmax())
+    return value[best], thresholds[best]
+
+
+def _sensitivity_at_specificity(fpr: Tensor, tpr: Tensor, thresholds: Tensor, floor: float) -> Point:
+    return _at_floor(tpr, 1 - fpr, thresholds, floor)
+
+
+def _specificity_at_sensitivity(fpr: Tensor, tpr: Tensor, thresholds: Tensor, floor: float) -> Point:
+    return _at_floor(1 - fpr, tpr, thresholds, floor)
+
+
+def _binary_point(m: Any, pr: bool, reduce: Reduce, floor: float) -> Point:
+    return reduce(*_binary_curve(m, pr), floor)
+
+
+def _per_column_point(m: Any, pr: bool, reduce: Reduce, floor: float) -> Point:
+    """The point of every class (one-vs-rest) or label, stacked into two ``(C,)`` tensors."""
+    if m.thresholds is None:
+        curve = _pr if pr else _roc
+        width = m.num_classes if isinstance(m, _MulticlassCurve) else m.num_labels
+        points = [reduce(*curve(*m._column(c)), floor) for c in range(width)]
+    else:
+        x, y, thr = (_binned_pr if pr else _binned_roc)(m.counts, _thr(m))
+        points = [reduce(a, b, thr, floor) for a, b in zip(x, y)]
+    return torch.stack([p[0] for p in points]), torch.stack([p[1] for p in points])
+
+
+# -- recall at fixed precision ---------------------------------------------------
+
+
+@positional("min_precision", "thresholds", "ignore_index", "validate_args")
+class BinaryRecallAtFixedPrecision(_BinaryCurve):
+    """Highest recall of a binary task at precision ``>= min_precision``, and its threshold.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import BinaryRecallAtFixedPrecision
+        >>> preds, target = torch.tensor([0.1, 0.4, 0.6, 0.8]), torch.tensor([0, 1, 0, 1])
+        >>> BinaryRecallAtFixedPrecision(0.6).update(preds, target).compute()
+        (tensor(1.), tensor(0.4000))
+        >>> BinaryRecallAtFixedPrecision(0.6, thresholds=5).update(preds, target).compute()
+        (tensor(1.), tensor(0.2500))
+    """
+
+    _: KW_ONLY
+    min_precision: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_precision")
+
+    def compute(self) -> Point:
+        """Return ``(recall, threshold)`` over every sample seen."""
+        return _binary_point(self, True, _recall_at_precision, self.min_precision)
+
+
+@positional("num_classes", "min_precision", "thresholds", "ignore_index", "validate_args")
+class MulticlassRecallAtFixedPrecision(_MulticlassCurve):
+    """Highest recall of each class (one-vs-rest) at precision ``>= min_precision``, and its threshold.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import MulticlassRecallAtFixedPrecision
+        >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3]])
+        >>> MulticlassRecallAtFixedPrecision(3, 0.5).update(preds, torch.tensor([0, 1, 2, 2])).compute()
+        (tensor([1., 1., 1.]), tensor([0.7000, 0.5000, 0.3000]))
+    """
+
+    _: KW_ONLY
+    min_precision: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_precision")
+
+    def compute(self) -> Point:
+        """Return per-class ``(recall, threshold)`` over every sample seen."""
+        return _per_column_point(self, True, _recall_at_precision, self.min_precision)
+
+
+@positional("num_labels", "min_precision", "thresholds", "ignore_index", "validate_args")
+class MultilabelRecallAtFixedPrecision(_MultilabelCurve):
+    """Highest recall of each label at precision ``>= min_precision``, and its threshold.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import MultilabelRecallAtFixedPrecision
+        >>> preds = torch.tensor([[0.8, 0.2], [0.3, 0.6], [0.6, 0.1]])
+        >>> m = MultilabelRecallAtFixedPrecision(2, 0.9)
+        >>> m.update(preds, torch.tensor([[1, 0], [0, 1], [0, 0]])).compute()
+        (tensor([1., 1.]), tensor([0.8000, 0.6000]))
+    """
+
+    _: KW_ONLY
+    min_precision: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_precision")
+
+    def compute(self) -> Point:
+        """Return per-label ``(recall, threshold)`` over every sample seen."""
+        return _per_column_point(self, True, _recall_at_precision, self.min_precision)
+
+
+# -- precision at fixed recall ---------------------------------------------------
+
+
+@positional("min_recall", "thresholds", "ignore_index", "validate_args")
+class BinaryPrecisionAtFixedRecall(_BinaryCurve):
+    """Highest precision of a binary task at recall ``>= min_recall``, and its threshold.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import BinaryPrecisionAtFixedRecall
+        >>> preds, target = torch.tensor([0.1, 0.4, 0.6, 0.8]), torch.tensor([0, 1, 0, 1])
+        >>> BinaryPrecisionAtFixedRecall(0.5).update(preds, target).compute()
+        (tensor(1.), tensor(0.8000))
+    """
+
+    _: KW_ONLY
+    min_recall: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_recall")
+
+    def compute(self) -> Point:
+        """Return ``(precision, threshold)`` over every sample seen."""
+        return _binary_point(self, True, _precision_at_recall, self.min_recall)
+
+
+@positional("num_classes", "min_recall", "thresholds", "ignore_index", "validate_args")
+class MulticlassPrecisionAtFixedRecall(_MulticlassCurve):
+    """Highest precision of each class (one-vs-rest) at recall ``>= min_recall``, and its threshold.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import MulticlassPrecisionAtFixedRecall
+        >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3]])
+        >>> MulticlassPrecisionAtFixedRecall(3, 1.0).update(preds, torch.tensor([0, 1, 2, 2])).compute()
+        (tensor([1.0000, 1.0000, 0.6667]), tensor([0.7000, 0.5000, 0.3000]))
+    """
+
+    _: KW_ONLY
+    min_recall: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_recall")
+
+    def compute(self) -> Point:
+        """Return per-class ``(precision, threshold)`` over every sample seen."""
+        return _per_column_point(self, True, _precision_at_recall, self.min_recall)
+
+
+@positional("num_labels", "min_recall", "thresholds", "ignore_index", "validate_args")
+class MultilabelPrecisionAtFixedRecall(_MultilabelCurve):
+    """Highest precision of each label at recall ``>= min_recall``, and its threshold.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import MultilabelPrecisionAtFixedRecall
+        >>> preds = torch.tensor([[0.8, 0.2], [0.3, 0.6], [0.6, 0.1]])
+        >>> m = MultilabelPrecisionAtFixedRecall(2, 0.5, thresholds=[0.25, 0.5, 0.75])
+        >>> m.update(preds, torch.tensor([[1, 0], [0, 1], [0, 0]])).compute()
+        (tensor([1., 1.]), tensor([0.7500, 0.5000]))
+    """
+
+    _: KW_ONLY
+    min_recall: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_recall")
+
+    def compute(self) -> Point:
+        """Return per-label ``(precision, threshold)`` over every sample seen."""
+        return _per_column_point(self, True, _precision_at_recall, self.min_recall)
+
+
+# -- sensitivity at specificity --------------------------------------------------
+
+
+@positional("min_specificity", "thresholds", "ignore_index", "validate_args")
+class BinarySensitivityAtSpecificity(_BinaryCurve):
+    """Highest sensitivity (true positive rate) of a binary task at specificity ``>= min_specificity``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import BinarySensitivityAtSpecificity
+        >>> preds, target = torch.tensor([0.1, 0.4, 0.6, 0.8]), torch.tensor([0, 1, 0, 1])
+        >>> BinarySensitivityAtSpecificity(0.5).update(preds, target).compute()
+        (tensor(1.), tensor(0.4000))
+    """
+
+    _: KW_ONLY
+    min_specificity: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_specificity")
+
+    def compute(self) -> Point:
+        """Return ``(sensitivity, threshold)`` over every sample seen."""
+        return _binary_point(self, False, _sensitivity_at_specificity, self.min_specificity)
+
+
+@positional("num_classes", "min_specificity", "thresholds", "ignore_index", "validate_args")
+class MulticlassSensitivityAtSpecificity(_MulticlassCurve):
+    """Highest sensitivity of each class (one-vs-rest) at specificity ``>= min_specificity``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import MulticlassSensitivityAtSpecificity
+        >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3]])
+        >>> MulticlassSensitivityAtSpecificity(3, 0.9).update(preds, torch.tensor([0, 1, 2, 2])).compute()
+        (tensor([1.0000, 1.0000, 0.5000]), tensor([0.7000, 0.5000, 0.6000]))
+    """
+
+    _: KW_ONLY
+    min_specificity: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_specificity")
+
+    def compute(self) -> Point:
+        """Return per-class ``(sensitivity, threshold)`` over every sample seen."""
+        return _per_column_point(self, False, _sensitivity_at_specificity, self.min_specificity)
+
+
+@positional("num_labels", "min_specificity", "thresholds", "ignore_index", "validate_args")
+class MultilabelSensitivityAtSpecificity(_MultilabelCurve):
+    """Highest sensitivity of each label at specificity ``>= min_specificity``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import MultilabelSensitivityAtSpecificity
+        >>> preds = torch.tensor([[0.8, 0.2], [0.3, 0.6], [0.6, 0.1]])
+        >>> m = MultilabelSensitivityAtSpecificity(2, 0.5)
+        >>> m.update(preds, torch.tensor([[1, 0], [0, 1], [0, 0]])).compute()
+        (tensor([1., 1.]), tensor([0.8000, 0.6000]))
+    """
+
+    _: KW_ONLY
+    min_specificity: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_specificity")
+
+    def compute(self) -> Point:
+        """Return per-label ``(sensitivity, threshold)`` over every sample seen."""
+        return _per_column_point(self, False, _sensitivity_at_specificity, self.min_specificity)
+
+
+# -- specificity at sensitivity --------------------------------------------------
+
+
+@positional("min_sensitivity", "thresholds", "ignore_index", "validate_args")
+class BinarySpecificityAtSensitivity(_BinaryCurve):
+    """Highest specificity (true negative rate) of a binary task at sensitivity ``>= min_sensitivity``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import BinarySpecificityAtSensitivity
+        >>> preds, target = torch.tensor([0.1, 0.4, 0.6, 0.8]), torch.tensor([0, 1, 0, 1])
+        >>> BinarySpecificityAtSensitivity(0.5).update(preds, target).compute()
+        (tensor(1.), tensor(0.8000))
+    """
+
+    _: KW_ONLY
+    min_sensitivity: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_sensitivity")
+
+    def compute(self) -> Point:
+        """Return ``(specificity, threshold)`` over every sample seen."""
+        return _binary_point(self, False, _specificity_at_sensitivity, self.min_sensitivity)
+
+
+@positional("num_classes", "min_sensitivity", "thresholds", "ignore_index", "validate_args")
+class MulticlassSpecificityAtSensitivity(_MulticlassCurve):
+    """Highest specificity of each class (one-vs-rest) at sensitivity ``>= min_sensitivity``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import MulticlassSpecificityAtSensitivity
+        >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.3, 0.4, 0.3]])
+        >>> MulticlassSpecificityAtSensitivity(3, 1.0).update(preds, torch.tensor([0, 1, 2, 2])).compute()
+        (tensor([1.0000, 1.0000, 0.5000]), tensor([0.7000, 0.5000, 0.3000]))
+    """
+
+    _: KW_ONLY
+    min_sensitivity: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_sensitivity")
+
+    def compute(self) -> Point:
+        """Return per-class ``(specificity, threshold)`` over every sample seen."""
+        return _per_column_point(self, False, _specificity_at_sensitivity, self.min_sensitivity)
+
+
+@positional("num_labels", "min_sensitivity", "thresholds", "ignore_index", "validate_args")
+class MultilabelSpecificityAtSensitivity(_MultilabelCurve):
+    """Highest specificity of each label at sensitivity ``>= min_sensitivity``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.classification import MultilabelSpecificityAtSensitivity
+        >>> preds = torch.tensor([[0.8, 0.2], [0.3, 0.6], [0.6, 0.1]])
+        >>> m = MultilabelSpecificityAtSensitivity(2, 1.0)
+        >>> m.update(preds, torch.tensor([[1, 0], [0, 1], [0, 0]])).compute()
+        (tensor([1., 1.]), tensor([0.8000, 0.6000]))
+    """
+
+    _: KW_ONLY
+    min_sensitivity: float = static()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_floor(self, "min_sensitivity")
+
+    def compute(self) -> Point:
+        """Return per-label ``(specificity, threshold)`` over every sample seen."""
+        return _per_column_point(self, False, _specificity_at_sensitivity, self.min_sensitivity)
