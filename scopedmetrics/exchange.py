@@ -400,7 +400,7 @@ def _join_rows(
 def _join_cat(
     path: str, rows: torch.Tensor, meta: torch.Tensor, starts: torch.Tensor, full: torch.Tensor
 ) -> torch.Tensor:
-    """One cat leaf's rows from every rank holding some (``full``), in rank order, by one selection."""
+    """One cat leaf's rows from every rank holding some (``full``), in rank order, by one indexing operation."""
     kinds = meta[full][:, [0, 1, *range(4, _META)]]
     odd = (kinds != kinds[0]).any(1).nonzero().reshape(-1)
     if odd.numel():
@@ -411,11 +411,11 @@ def _join_cat(
         )
     dtype, ndim = wire.dtype(int(meta[full[0], 0])), int(meta[full[0], 1])
     size = dtype.itemsize  # pieces start 16-aligned in rows of a multiple of 16 bytes: readable as ``dtype``
-    begin, end = starts[full] // size, (starts[full] + meta[full, 3]) // size
-    at = torch.arange(rows.shape[1] // size)
-    keep = (at >= begin[:, None]) & (at < end[:, None])
-    held = rows[full.to(rows.device)].view(dtype)
-    return held.masked_select(keep.to(rows.device)).reshape(-1, *meta[full[0], 4 : 3 + ndim].tolist())
+    n = meta[full, 3] // size
+    first = starts[full] // size + full * (rows.shape[1] // size)  # each piece's first element in the flat buffer
+    index = torch.repeat_interleave(first - (n.cumsum(0) - n), n) + torch.arange(int(n.sum()))
+    held = rows.reshape(-1).view(dtype)[index.to(rows.device)]
+    return held.reshape(-1, *meta[full[0], 4 : 3 + ndim].tolist())
 
 
 def _rows(meta: torch.Tensor) -> str:
