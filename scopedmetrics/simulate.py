@@ -126,7 +126,8 @@ class ThreadComm(Comm):
         return [p.clone() for p in parts]
 
     def all_gather_into(self, tensor: torch.Tensor) -> torch.Tensor:
-        return self.world.folded(self.rank, tensor, self._stack).clone()  # stacked once, a copy per rank
+        stacked: torch.Tensor = self.world.folded(self.rank, tensor, self._stack)  # stacked once
+        return stacked.clone()  # a copy per rank
 
     def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         def reduce(parts: list[torch.Tensor]) -> torch.Tensor:  # one reduction over ranks: the same bits for all
@@ -137,7 +138,8 @@ class ThreadComm(Comm):
                 return stacked.prod(0).to(tensor.dtype)
             return stacked.amax(0) if op == "max" else stacked.amin(0)
 
-        return self.world.folded(self.rank, tensor, reduce).clone()
+        reduced: torch.Tensor = self.world.folded(self.rank, tensor, reduce)
+        return reduced.clone()
 
     def _stack(self, parts: list[torch.Tensor]) -> torch.Tensor:
         shapes = {tuple(p.shape) for p in parts}

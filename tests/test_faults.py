@@ -130,7 +130,8 @@ def disagree_case(rank: int, what: str) -> tuple[Any, Any]:
     elif what == "dtype_merge":
         tree = smr.PearsonCorrCoef().to(torch.float64 if odd else torch.float32)
     elif what == "shape":
-        tree = smc.BinaryConfusionMatrix().replace(confmat=torch.zeros(3 if odd else 2, 2, dtype=torch.long))
+        m = smc.BinaryConfusionMatrix()
+        tree = m.replace(matrix=m.matrix.replace(confmat=torch.zeros(3 if odd else 2, 2, dtype=torch.long)))
     elif what == "shape_merge":
         m = smr.PearsonCorrCoef()
         if odd:  # the state of num_outputs=2 under a num_outputs=1 configuration
