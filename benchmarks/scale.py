@@ -28,11 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
-import multiprocessing as mp
-import os
-import queue
 import sys
-import traceback
 from typing import Any
 
 import _common
@@ -240,43 +236,9 @@ def _gloo_rank(rank: int, size: int, cases: list[str]) -> dict[str, Any]:
     return out
 
 
-def _worker(rank: int, size: int, port: int, cases: list[str], box: Any) -> None:
-    os.environ["OMP_NUM_THREADS"] = "1"
-    import torch.distributed as dist
-
-    torch.set_num_threads(1)
-    try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size)
-        result = _gloo_rank(rank, size, cases)
-        box.put((rank, True, result))
-        dist.destroy_process_group()
-    except BaseException:  # noqa: BLE001 - reported by the parent
-        box.put((rank, False, traceback.format_exc()))
-
-
 def gloo(size: int, cases: list[str]) -> dict[str, Any]:
     """Rank 0's measurements in a real gloo world of ``size`` processes."""
-    ctx = mp.get_context("spawn")
-    box = ctx.Queue()
-    port = sync_bench._free_port()
-    procs = [ctx.Process(target=_worker, args=(r, size, port, cases, box), daemon=True) for r in range(size)]
-    for p in procs:
-        p.start()
-    results: dict[int, Any] = {}
-    try:
-        while len(results) < size:
-            rank, ok, value = box.get(timeout=900)
-            if not ok:
-                raise RuntimeError(f"rank {rank} failed:\n{value}")
-            results[rank] = value
-    except queue.Empty:
-        raise TimeoutError(f"world of {size} hung") from None
-    finally:
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
-    return results[0]
+    return sync_bench.run_world(size, _gloo_rank, cases, timeout=900)[0]
 
 
 def simulated(size: int, case: str) -> dict[str, Any]:

@@ -238,7 +238,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _worker(rank: int, size: int, port: int, iters: int, warmup: int, out: Any) -> None:
+def _worker(rank: int, size: int, port: int, fn: Any, args: tuple[Any, ...], out: Any) -> None:
     os.environ["OMP_NUM_THREADS"] = "1"
     import torch
     import torch.distributed as dist
@@ -246,23 +246,27 @@ def _worker(rank: int, size: int, port: int, iters: int, warmup: int, out: Any) 
     torch.set_num_threads(1)
     try:
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=size)
-        out.put((rank, True, _bench(rank, size, iters, warmup)))
+        out.put((rank, True, fn(rank, size, *args)))
         dist.destroy_process_group()
     except BaseException:  # noqa: BLE001 - reported by the parent
         out.put((rank, False, traceback.format_exc()))
 
 
-def run_world(size: int, iters: int, warmup: int) -> list[dict[str, Any]]:
+def run_world(size: int, fn: Any, *args: Any, timeout: float = 300) -> list[Any]:
+    """``fn(rank, size, *args)`` on every rank of a fresh gloo world of ``size`` processes; results in rank order.
+
+    ``fn`` must be a module-level function (the processes are spawned).
+    """
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_worker, args=(r, size, port, iters, warmup, out), daemon=True) for r in range(size)]
+    procs = [ctx.Process(target=_worker, args=(r, size, port, fn, args, out), daemon=True) for r in range(size)]
     for p in procs:
         p.start()
     results: dict[int, Any] = {}
     try:
         while len(results) < size:
-            rank, ok, value = out.get(timeout=300)
+            rank, ok, value = out.get(timeout=timeout)
             if not ok:
                 raise RuntimeError(f"rank {rank} failed:\n{value}")
             results[rank] = value
@@ -302,7 +306,7 @@ def main() -> None:
     rows = []
     for size in WORLD_SIZES:
         print(f"world size {size}: spawning gloo processes ...", flush=True)
-        rows += summarize(size, run_world(size, iters, warmup))
+        rows += summarize(size, run_world(size, _bench, iters, warmup))
     by = {(r["world_size"], r["impl"]): r for r in rows}
     body = []
     for size in WORLD_SIZES:

@@ -45,9 +45,6 @@ Prints Markdown tables and writes ``benchmarks/results/text_retrieval.json``.
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
-import os
-import queue
 import random
 import statistics
 import subprocess
@@ -310,47 +307,16 @@ def _sync_bench(rank: int, iters: int, warmup: int, shares: tuple[int, ...], rou
     return {"times": times, "calls": calls, "values": a}
 
 
-def _sync_worker(rank: int, port: int, config: tuple[Any, ...], out: Any) -> None:
-    os.environ["OMP_NUM_THREADS"] = "1"
-    import traceback
-
-    import torch.distributed as dist
-
+def _sync_rank(rank: int, size: int, iters: int, warmup: int, shares: tuple[int, ...], rouge: bool) -> dict[str, Any]:
     _common.setup()
-    try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=SYNC_WORLD)
-        out.put((rank, True, _sync_bench(rank, *config)))
-        dist.destroy_process_group()
-    except BaseException:  # noqa: BLE001 - reported by the parent
-        out.put((rank, False, traceback.format_exc()))
+    return _sync_bench(rank, iters, warmup, shares, rouge)
 
 
 def sync_world(iters: int, warmup: int, shares: tuple[int, ...], rouge: bool) -> dict[str, Any]:
     """One configuration in ``SYNC_WORLD`` gloo processes: per implementation, calls and the slowest rank's ms."""
-    from sync import _free_port
+    from sync import run_world
 
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    port = _free_port()
-    procs = [ctx.Process(target=_sync_worker, args=(r, port, (iters, warmup, shares, rouge), out), daemon=True)
-             for r in range(SYNC_WORLD)]
-    for proc in procs:
-        proc.start()
-    results: dict[int, Any] = {}
-    try:
-        while len(results) < SYNC_WORLD:
-            rank, ok, value = out.get(timeout=600)
-            if not ok:
-                raise RuntimeError(f"rank {rank} failed:\n{value}")
-            results[rank] = value
-    except queue.Empty:
-        raise TimeoutError(f"world of {SYNC_WORLD} hung") from None
-    finally:
-        for proc in procs:
-            proc.join(timeout=10)
-            if proc.is_alive():
-                proc.kill()
-    per_rank = [results[r] for r in range(SYNC_WORLD)]
+    per_rank = run_world(SYNC_WORLD, _sync_rank, iters, warmup, shares, rouge, timeout=600)
     rows = {}
     for name in per_rank[0]["times"]:
         slowest = [max(ts) for ts in zip(*(r["times"][name] for r in per_rank))]
