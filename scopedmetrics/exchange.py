@@ -291,19 +291,23 @@ def _fold_dense(rows: torch.Tensor, leaves: list[torch.Tensor], buckets: list[Bu
     at = 0
     for b in buckets:
         per_rank = rows[:, at : at + b.nbytes].view(b.dtype)
-        folded = _over_ranks(per_rank, b.op)
-        _scatter(folded if folded.dtype == b.dtype else folded.to(b.dtype), leaves, b, out)
+        _scatter(over_ranks(per_rank, b.op), leaves, b, out)
         at += _pad(b.nbytes)
 
 
-def _over_ranks(x: torch.Tensor, op: str) -> torch.Tensor:
+def over_ranks(x: torch.Tensor, op: str) -> torch.Tensor:
+    """``x``'s rows (one per rank) reduced with ``op`` over the rank dimension, in ``x``'s dtype.
+
+    Integer sums and products come back in their own width, wrapped as the
+    rank-by-rank fold would wrap them (two's complement agrees modulo the width).
+    """
     if op == "sum":
-        return x.sum(0)
-    if op == "max":
-        return x.amax(0)
-    if op == "min":
-        return x.amin(0)
-    return x.prod(0)
+        out = x.sum(0)
+    elif op == "prod":
+        out = x.prod(0)
+    else:
+        return x.amax(0) if op == "max" else x.amin(0)
+    return out if out.dtype == x.dtype else out.to(x.dtype)
 
 
 def _order_keys(x: torch.Tensor, op: str) -> torch.Tensor:

@@ -17,6 +17,7 @@ import torch
 
 from scopedmetrics.comm import Comm
 from scopedmetrics.errors import SyncError
+from scopedmetrics.exchange import over_ranks
 from scopedmetrics.reducers import Collective
 from scopedmetrics.scope import use_reducer
 
@@ -131,12 +132,7 @@ class ThreadComm(Comm):
 
     def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         def reduce(parts: list[torch.Tensor]) -> torch.Tensor:  # one reduction over ranks: the same bits for all
-            stacked = self._stack(parts)
-            if op == "sum":
-                return stacked.sum(0).to(tensor.dtype)
-            if op == "prod":
-                return stacked.prod(0).to(tensor.dtype)
-            return stacked.amax(0) if op == "max" else stacked.amin(0)
+            return over_ranks(self._stack(parts), op)
 
         reduced: torch.Tensor = self.world.folded(self.rank, tensor, reduce)
         return reduced.clone()
