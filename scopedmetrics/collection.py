@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Iterator, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import optree
 
@@ -89,25 +89,34 @@ class Collection(Metric):
 
     def update(self: C, *args: Any, **kwargs: Any) -> C:
         """Update every member with the positional arguments and the keywords it accepts."""
-        accepts = _accepted(self)
-        unknown = set() if accepts is None else kwargs.keys() - accepts
+        plan = self._plan()
+        unknown = set() if plan.accepts is None else kwargs.keys() - plan.accepts
         if unknown:
             raise TypeError(f"Collection.update: no member accepts keyword(s) {sorted(unknown)}")
         new: dict[str, Metric] = {}
         done: dict[tuple[Any, ...], Metric] = {}
-        for name, m in self._members.items():
-            field, unit = _unit(m)
-            key = _share_key(unit)
+        for step in plan.steps:
+            m = self._members[step.name]
+            unit = m.__dict__[step.field] if step.field else m
+            key = None if step.kind is None else (step.kind, *(id(unit.__dict__[n]) for n in unit._layout.states))
             if key is not None and key in done:  # the same computation on the same state: reuse its result
                 result = done[key]
             else:
-                accepted = _accepted(unit)
-                kw = kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}
+                kw = kwargs if step.accepts is None else {k: v for k, v in kwargs.items() if k in step.accepts}
                 result = unit.update(*args, **kw)
                 if key is not None:
                     done[key] = result
-            new[name] = m._rebuild({field: result}) if field else result
-        return self._rebuild(new)
+            new[step.name] = m._rebuild({step.field: result}) if step.field else result
+        out = self._rebuild(new)
+        out.__dict__["_update_plan"] = plan  # update keeps every member's type and configuration
+        return out
+
+    def _plan(self) -> _Plan:
+        """What ``update`` does per member, derived once from types and configurations (states vary)."""
+        plan: _Plan | None = self.__dict__.get("_update_plan")
+        if plan is None:
+            plan = self.__dict__["_update_plan"] = _plan_of(self)
+        return plan
 
     def compute(self) -> dict[str, Any]:
         """Every member's value, keyed like the members, after one joint reduction."""
@@ -160,6 +169,28 @@ def _update_params(update: Any) -> frozenset[str] | None:
     return frozenset(names | {"mask"})  # every metric's update takes mask= (Metric's wrapper)
 
 
+class _Step(NamedTuple):
+    """One member's part of ``update``: its name, the field it delegates to, what it shares by, its keywords."""
+
+    name: str
+    field: str | None
+    kind: tuple[Any, ...] | None  # (type, configuration) of the update unit; None: never shares
+    accepts: frozenset[str] | None
+
+
+class _Plan(NamedTuple):
+    steps: tuple[_Step, ...]
+    accepts: frozenset[str] | None  # keywords some member takes; None: a member takes **kwargs
+
+
+def _plan_of(c: Collection) -> _Plan:
+    steps = []
+    for name, m in c._members.items():
+        field, unit = _unit(m)
+        steps.append(_Step(name, field, _share_kind(unit), _accepted(unit)))
+    return _Plan(tuple(steps), _accepted(c))
+
+
 def _accepted(m: Metric) -> frozenset[str] | None:
     if isinstance(m, Collection):
         sets = [_accepted(x) for x in m._members.values()]
@@ -174,16 +205,15 @@ def _unit(m: Metric) -> tuple[str | None, Metric]:
     return (field, m.__dict__[field]) if field else (None, m)
 
 
-def _share_key(m: Metric) -> tuple[Any, ...] | None:
-    """Equal keys mean the same ``update`` on the same state tensors (the very same objects), so equal results.
+def _share_kind(m: Metric) -> tuple[Any, ...] | None:
+    """Type and configuration of an update unit that may share; ``None`` for one that never does.
 
     Containers and metrics that opt out (``_shareable = False``, e.g. ones that
     draw random numbers in ``update``) never share.
     """
     if m._custom_tree or not getattr(type(m), "_shareable", True):
         return None
-    d = m.__dict__
-    return (type(m), m._config(), tuple(id(d[n]) for n in m._layout.states))
+    return (type(m), m._config())
 
 
 def _alias_equal(members: dict[str, Metric]) -> dict[str, Metric]:
@@ -196,7 +226,7 @@ def _alias_equal(members: dict[str, Metric]) -> dict[str, Metric]:
     leads: list[Metric] = []
     for name, m in members.items():
         field, unit = _unit(m)
-        lead = next((x for x in leads if _share_key(unit) is not None and _equal(x, unit)), None)
+        lead = next((x for x in leads if _share_kind(unit) is not None and _equal(x, unit)), None)
         if lead is None:
             leads.append(unit)
         else:

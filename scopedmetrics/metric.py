@@ -35,6 +35,7 @@ def _is_metric(x: Any) -> bool:
 _set_grad = torch._C._set_grad_enabled
 _NESTING = threading.local()  # depth of compute calls in this thread: only the outermost warns
 _EMPTY: dict[tuple[type, str], list[torch.Tensor]] = {}  # empty leaves by (type, configuration), for _is_empty
+_CACHES = ("_cfg", "_update_plan")  # derived from the configuration on first use; never pickled
 
 
 def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
@@ -476,7 +477,8 @@ class Metric:
     def __getstate__(self) -> dict[str, Any]:
         # Pickle (and torch.save) the states alone, not the spare capacity of cat buffers.
         d = self.__dict__
-        return {k: tree.map_tensors(compact, v) if k in self._layout.states else v for k, v in d.items() if k != "_cfg"}
+        states = self._layout.states
+        return {k: tree.map_tensors(compact, v) if k in states else v for k, v in d.items() if k not in _CACHES}
 
     def load_state_dict(self: M, state_dict: dict[str, torch.Tensor]) -> M:
         """A metric like this one holding ``state_dict``'s tensors; refuses any mismatch whole.

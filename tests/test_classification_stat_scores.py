@@ -39,7 +39,6 @@ from scopedmetrics.classification import (
     MultilabelStatScores,
 )
 from scopedmetrics.classification import stat_scores as stat_scores_module
-from scopedmetrics.classification.inputs import tally
 
 N = 90
 C = 4
@@ -554,29 +553,6 @@ def test_state_is_per_class_int64_whatever_the_average() -> None:
     assert all(v.shape == (3,) for v in MultilabelRecall(num_labels=3).state_dict().values())
 
 
-@settings(max_examples=60, deadline=None)
-@given(n=st.integers(0, 40), c=st.integers(2, 6), seed=st.integers(0, 2**16), ignore=st.booleans())
-def test_class_counts_every_path_matches_a_direct_count(n: int, c: int, seed: int, ignore: bool) -> None:
-    g = torch.Generator().manual_seed(seed)
-    p, t = torch.randint(0, c, (n,), generator=g), torch.randint(0, c, (n,), generator=g)
-    keep = torch.rand(n, generator=g) < 0.7 if ignore else None
-    old = torch.randint(0, 5, (3, c), generator=g)
-    k = torch.ones(n, dtype=torch.bool) if keep is None else keep
-    direct = torch.stack(
-        [
-            torch.tensor([int(((p == j) & (t == j) & k).sum()) for j in range(c)]),
-            torch.tensor([int(((p == j) & (t != j) & k).sum()) for j in range(c)]),
-            torch.tensor([int(((t == j) & k).sum()) for j in range(c)]),
-        ]
-    )
-    for index_add in (True, False):  # index_add (CPU) and bincount (other devices); n >= c * c: confusion matrix
-        got = stat_scores_module._class_counts(old, p, t, keep, c, index_add=index_add)
-        assert torch.equal(got, old + direct)
-    if keep is not None:  # ignored samples may carry any label
-        t_ignored = torch.where(keep, t, -7)
-        assert torch.equal(stat_scores_module._class_counts(old, p, t_ignored, keep, c), old + direct)
-
-
 def test_counts_give_tn_and_fn_per_class() -> None:
     preds, target, p, y = multiclass_data(46, "labels")
     m = MulticlassStatScores(num_classes=C, average="none").update(preds, target)
@@ -830,16 +806,3 @@ def test_pickle_state_dict_reset_round_trip() -> None:
     assert_close(fresh.state_dict(), {"stats.counts": torch.zeros(3, C, dtype=torch.long)})
     assert_close(fresh.load_state_dict(m.state_dict()).compute(), expected)
     assert_close(m.to(torch.float64).compute(), expected)
-
-
-@pytest.mark.parametrize("n", [0, 7, (1 << 16) + 5])  # index_add below 2**16 samples, bincount above
-def test_tally_adds_one_per_position_where_kept(n: int) -> None:
-    g = torch.Generator().manual_seed(n)
-    counts = torch.randint(0, 9, (4, 3), generator=g)
-    index = torch.randint(0, 12, (n,), generator=g)
-    keep = torch.rand(n, generator=g) < 0.5
-    assert torch.equal(tally(counts, index), counts + torch.bincount(index, minlength=12).view(4, 3))
-    assert torch.equal(tally(counts, index, keep), counts + torch.bincount(index[keep], minlength=12).view(4, 3))
-    if n and n < 1 << 16:
-        with pytest.raises(IndexError):
-            tally(counts, torch.tensor([12]))

@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 import torch
 
+from scopedmetrics._kernels import bincount
 from scopedmetrics.classification.inputs import (
     binary_confidences,
-    bincount,
     check_bool,
     check_ignore_index,
     check_int,

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch
 
+from scopedmetrics._kernels import bincount
 from scopedmetrics.classification.inputs import (
     binary_labels,
-    bincount,
     check_bool,
     check_ignore_index,
     check_int,

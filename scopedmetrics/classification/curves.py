@@ -49,6 +49,7 @@ from typing import Any, TypeVar, Union
 import torch
 from torch import Tensor
 
+from scopedmetrics._kernels import tally
 from scopedmetrics.classification.inputs import (
     _binary_checks,
     _multiclass_checks,
@@ -61,7 +62,6 @@ from scopedmetrics.classification.inputs import (
     check_one_of,
     config_error,
     finite_scores,
-    tally,
 )
 from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric

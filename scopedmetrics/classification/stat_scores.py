@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch
 
+from scopedmetrics._kernels import bincount, class_counts
 from scopedmetrics.classification.inputs import (
     binary_labels,
-    bincount,
     check_bool,
     check_ignore_index,
     check_int,
@@ -42,8 +42,6 @@ from scopedmetrics.classification.inputs import (
     input_error,
     multiclass_labels,
     multilabel_labels,
-    ones,
-    tally,
 )
 from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric, delegate
@@ -248,7 +246,7 @@ class MulticlassCounts(Metric):
         if c is None:
             return self.replace(counts=_micro_counts(self.counts, p, t, keep))  # type: ignore[attr-defined]
         try:
-            counts = _class_counts(self.counts, p, t, keep, c)  # type: ignore[attr-defined]
+            counts = class_counts(self.counts, p, t, keep, c)  # type: ignore[attr-defined]
         except IndexError:  # only reachable with validate_args=False
             raise input_error(owner, "preds` or `target", f"holds a label outside [0, {c})") from None
         return self.replace(counts=counts)
@@ -292,52 +290,6 @@ def _micro_counts(counts: torch.Tensor, p: torch.Tensor, t: torch.Tensor, keep: 
     """
     hits, misses = bincount((p != t).long(), 2, keep).unbind(0)
     return counts + torch.stack([hits, misses, hits + misses]).view(3, 1)
-
-
-def _class_counts(
-    counts: torch.Tensor,
-    p: torch.Tensor,
-    t: torch.Tensor,
-    keep: torch.Tensor | None,
-    c: int,
-    index_add: bool | None = None,
-) -> torch.Tensor:
-    """``counts`` (rows: tp, fp, support) plus those of a batch of labels.
-
-    Each sample adds one to its prediction's ``tp`` (hit) or ``fp`` (miss) row
-    and one to its target's support. On the CPU that is two ``index_add`` of
-    ones, which raise ``IndexError`` on a label out of range; small batches pay
-    per tensor op (1-2 µs each), so fewer ops is what makes this fast. A batch
-    of at least ``c * c`` samples counts the confusion matrix instead (one
-    pass), and other devices, where an out-of-range ``index_add`` is a
-    device-side assert, ``tally`` both rows at once, which takes a ``bincount``
-    there (``index_add=None`` picks by device).
-
-    Examples:
-        >>> import torch
-        >>> zero = torch.zeros(3, 3, dtype=torch.long)
-        >>> p, t = torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])
-        >>> _class_counts(zero, p, t, None, 3)
-        tensor([[1, 1, 1],
-                [0, 1, 0],
-                [2, 1, 1]])
-        >>> torch.equal(_class_counts(zero, p, t, None, 3, index_add=False), _class_counts(zero, p, t, None, 3))
-        True
-    """
-    if c * c <= p.shape[0]:
-        cm = bincount(torch.add(p, t, alpha=c), c * c, keep).view(c, c)  # index t * c + p
-        hits = cm.diagonal()
-        return counts + torch.stack([hits, cm.sum(0) - hits, cm.sum(1)])
-    rows = torch.add(p, p != t, alpha=c)  # p on a hit (tp row), c + p on a miss (fp row)
-    if not (counts.is_cpu if index_add is None else index_add):  # both rows in one tally (a bincount there)
-        return tally(counts, torch.cat([rows, t + 2 * c]), None if keep is None else keep.repeat(2))
-    if keep is None:
-        one = ones(p.shape[0], counts.dtype, p.device)
-    else:
-        one, t, rows = keep.to(counts.dtype), t.where(keep, 0), rows.where(keep, 0)
-    new = counts.view(-1).index_add(0, rows, one).view(3, c)
-    new[2].index_add_(0, t, one)
-    return new
 
 
 def _label_zeros(m: Any) -> torch.Tensor:

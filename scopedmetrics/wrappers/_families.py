@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from scopedmetrics._kernels import bincount
 from scopedmetrics.aggregation import Max, Mean, Min, Sum
 from scopedmetrics.classification.confusion import (
     BinaryConfusion,
@@ -23,7 +24,7 @@ from scopedmetrics.classification.confusion import (
     MultilabelConfusion,
     _FromConfusion,
 )
-from scopedmetrics.classification.inputs import binary_labels, bincount, multiclass_labels, multilabel_labels
+from scopedmetrics.classification.inputs import binary_labels, multiclass_labels, multilabel_labels
 from scopedmetrics.classification.stat_scores import (
     BinaryCounts,
     MulticlassCounts,

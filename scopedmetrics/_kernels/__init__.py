@@ -1,0 +1,11 @@
+"""Counting kernels shared by the metric families: the measured speed tricks, in one place.
+
+``counts`` holds the kernels states grow by; ``reference`` holds a plain twin
+of each (a loop over the samples) that ``tests/test_kernels.py`` compares them
+against on random inputs, every path of each kernel included. See README.md
+for why each trick is here and what it buys.
+"""
+
+from scopedmetrics._kernels.counts import bincount, class_counts, ones, tally
+
+__all__ = ["bincount", "class_counts", "ones", "tally"]

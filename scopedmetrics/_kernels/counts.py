@@ -1,0 +1,123 @@
+"""The kernels count states grow by. Each has a plain twin in ``reference``; see README.md.
+
+On the CPU every tensor op costs 1-2 µs, so for the small batches of an
+evaluation loop the number of ops decides the speed: ``index_add`` of cached
+ones (one op) beats ``bincount`` plus an add. Past about 64k samples
+``bincount`` is the faster pass, and on other devices an out-of-range
+``index_add`` is a device-side assert rather than an ``IndexError``, so
+there the kernels take ``bincount``, which drops positions past the end.
+"""
+
+from __future__ import annotations
+
+import torch
+
+INDEX_ADD_MAX = 1 << 16  # above this many samples ``tally`` takes one bincount pass on the CPU too
+
+_ONES: dict[tuple[int, torch.dtype, torch.device], torch.Tensor] = {}
+
+
+def ones(n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``n`` ones, made once per size: the read-only source of counting ``index_add`` calls.
+
+    Examples:
+        >>> ones(3, torch.long, torch.device("cpu"))
+        tensor([1, 1, 1])
+    """
+    if torch.compiler.is_compiling():  # no global state inside a traced function
+        return torch.ones(n, dtype=dtype, device=device)
+    key = (n, dtype, device)
+    found = _ONES.get(key)
+    if found is None:
+        if len(_ONES) >= 64:  # batch sizes that keep changing: do not hoard
+            _ONES.clear()
+        found = _ONES[key] = torch.ones(n, dtype=dtype, device=device)
+    return found
+
+
+def tally(counts: torch.Tensor, index: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+    """``counts`` plus one at each flat position in ``index`` (where ``keep``): how a count state grows.
+
+    Small batches on the CPU take one ``index_add`` (a position out of range raises
+    ``IndexError``), as every tensor op costs 1-2 µs there; large batches, and other
+    devices (where an out-of-range ``index_add`` is a device-side assert), add a
+    ``bincount``, which drops positions past the end.
+
+    Examples:
+        >>> tally(torch.zeros(2, 2, dtype=torch.long), torch.tensor([0, 3, 3]))
+        tensor([[1, 0],
+                [0, 2]])
+    """
+    flat = counts.flatten()  # these calls cost about 1 µs each: views with a torch.Size cost more
+    if index.ndim != 1:
+        index = index.flatten()
+    if not flat.is_cpu or index.shape[0] > INDEX_ADD_MAX:  # bincount is the faster pass over many samples
+        return counts + bincount(index, flat.shape[0], keep).view_as(counts)
+    if keep is None:
+        src = ones(index.shape[0], flat.dtype, flat.device)
+    else:
+        keep = keep.flatten()
+        src, index = keep.to(flat.dtype), index.where(keep, 0)
+    new = flat.index_add(0, index, src)
+    return new if counts.ndim == 1 else new.view_as(counts)
+
+
+def bincount(index: torch.Tensor, size: int, keep: torch.Tensor | None = None) -> torch.Tensor:
+    """int64 counts of each value in ``[0, size)``; values ``>= size`` and entries not in ``keep`` are dropped.
+
+    Examples:
+        >>> import torch
+        >>> bincount(torch.tensor([0, 2, 2, 3]), 3)
+        tensor([1, 0, 2])
+        >>> bincount(torch.tensor([0, 2, 2, 1]), 3, keep=torch.tensor([True, True, False, True]))
+        tensor([1, 1, 1])
+    """
+    if keep is not None:
+        index = torch.where(keep, index, size)
+    return torch.bincount(index.reshape(-1), minlength=size + 1)[:size]
+
+
+def class_counts(
+    counts: torch.Tensor,
+    p: torch.Tensor,
+    t: torch.Tensor,
+    keep: torch.Tensor | None,
+    c: int,
+    index_add: bool | None = None,
+) -> torch.Tensor:
+    """``counts`` (rows: tp, fp, support) plus those of a batch of labels.
+
+    Each sample adds one to its prediction's ``tp`` (hit) or ``fp`` (miss) row
+    and one to its target's support. On the CPU that is two ``index_add`` of
+    ones, which raise ``IndexError`` on a label out of range; small batches pay
+    per tensor op (1-2 µs each), so fewer ops is what makes this fast. A batch
+    of at least ``c * c`` samples counts the confusion matrix instead (one
+    pass), and other devices, where an out-of-range ``index_add`` is a
+    device-side assert, ``tally`` both rows at once, which takes a ``bincount``
+    there (``index_add=None`` picks by device).
+
+    Examples:
+        >>> import torch
+        >>> zero = torch.zeros(3, 3, dtype=torch.long)
+        >>> p, t = torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])
+        >>> class_counts(zero, p, t, None, 3)
+        tensor([[1, 1, 1],
+                [0, 1, 0],
+                [2, 1, 1]])
+        >>> torch.equal(class_counts(zero, p, t, None, 3, index_add=False), class_counts(zero, p, t, None, 3))
+        True
+    """
+    if c * c <= p.shape[0]:
+        cm = bincount(torch.add(p, t, alpha=c), c * c, keep).view(c, c)  # index t * c + p
+        hits = cm.diagonal()
+        return counts + torch.stack([hits, cm.sum(0) - hits, cm.sum(1)])
+    rows = torch.add(p, p != t, alpha=c)  # p on a hit (tp row), c + p on a miss (fp row)
+    if not (counts.is_cpu if index_add is None else index_add):  # both rows in one tally (a bincount there)
+        return tally(counts, torch.cat([rows, t + 2 * c]), None if keep is None else keep.repeat(2))
+    if keep is None:
+        one = ones(p.shape[0], counts.dtype, p.device)
+    else:
+        one, t, rows = keep.to(counts.dtype), t.where(keep, 0), rows.where(keep, 0)
+    new = counts.view(-1).index_add(0, rows, one).view(3, c)
+    new[2].index_add_(0, t, one)
+    return new

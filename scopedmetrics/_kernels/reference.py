@@ -1,0 +1,42 @@
+"""Plain twins of the kernels in ``counts``: one Python loop over the samples, nothing clever.
+
+They define what the kernels must return; ``tests/test_kernels.py`` compares
+every path of every kernel with them on random inputs. Never used by metrics.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def bincount(index: torch.Tensor, size: int, keep: torch.Tensor | None = None) -> torch.Tensor:
+    """int64 counts of each value in ``[0, size)``; values ``>= size`` and entries not in ``keep`` are dropped."""
+    out = [0] * size
+    kept = [True] * index.numel() if keep is None else keep.reshape(-1).tolist()
+    for i, k in zip(index.reshape(-1).tolist(), kept):
+        if k and i < size:
+            out[i] += 1
+    return torch.tensor(out, dtype=torch.long)
+
+
+def tally(counts: torch.Tensor, index: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
+    """``counts`` plus one at each flat position in ``index`` (where ``keep``)."""
+    flat = counts.flatten().tolist()
+    kept = [True] * index.numel() if keep is None else keep.reshape(-1).tolist()
+    for i, k in zip(index.reshape(-1).tolist(), kept):
+        if k:
+            flat[i] += 1
+    return torch.tensor(flat, dtype=counts.dtype).view_as(counts)
+
+
+def class_counts(
+    counts: torch.Tensor, p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None, c: int
+) -> torch.Tensor:
+    """``counts`` (rows: tp, fp, support per class) plus one batch of labels ``p`` (predicted), ``t`` (true)."""
+    rows = counts.tolist()
+    kept = [True] * p.numel() if keep is None else keep.tolist()
+    for pi, ti, k in zip(p.tolist(), t.tolist(), kept):
+        if k:
+            rows[0 if pi == ti else 1][pi] += 1
+            rows[2][ti] += 1
+    return torch.tensor(rows, dtype=counts.dtype)

@@ -1,0 +1,73 @@
+"""Every path of every counting kernel equals its plain twin (``scopedmetrics._kernels.reference``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scopedmetrics import _kernels
+from scopedmetrics._kernels import counts as kernels
+from scopedmetrics._kernels import reference
+
+
+def _batch(seed: int, n: int, high: int, masked: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    g = torch.Generator().manual_seed(seed)
+    index = torch.randint(0, high, (n,), generator=g)
+    return index, (torch.rand(n, generator=g) < 0.7) if masked else None
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 60), size=st.integers(1, 12), over=st.integers(0, 3), seed=st.integers(0, 2**16),
+       masked=st.booleans())
+def test_bincount_matches_its_twin(n: int, size: int, over: int, seed: int, masked: bool) -> None:
+    index, keep = _batch(seed, n, size + over, masked)  # values past the end are dropped
+    assert torch.equal(_kernels.bincount(index, size, keep), reference.bincount(index, size, keep))
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 60), shape=st.sampled_from([(5,), (2, 3), (3, 2, 2)]), seed=st.integers(0, 2**16),
+       masked=st.booleans(), large=st.booleans())
+def test_tally_matches_its_twin_on_both_paths(n: int, shape: tuple[int, ...], seed: int, masked: bool,
+                                              large: bool) -> None:
+    counts = torch.randint(0, 9, shape)
+    index, keep = _batch(seed, n, counts.numel(), masked)
+    with pytest.MonkeyPatch.context() as patch:
+        if large:  # the bincount pass, taken above INDEX_ADD_MAX samples
+            patch.setattr(kernels, "INDEX_ADD_MAX", -1)
+        got = _kernels.tally(counts, index, keep)
+    assert torch.equal(got, reference.tally(counts, index, keep))
+
+
+def test_tally_switches_to_bincount_past_the_threshold() -> None:
+    index = torch.randint(0, 7, (kernels.INDEX_ADD_MAX + 1,))
+    counts = torch.zeros(7, dtype=torch.long)
+    assert torch.equal(_kernels.tally(counts, index), torch.bincount(index, minlength=7))
+
+
+def test_tally_on_the_index_add_path_refuses_a_position_out_of_range() -> None:
+    with pytest.raises(IndexError):
+        _kernels.tally(torch.zeros(3, dtype=torch.long), torch.tensor([0, 3]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 50), c=st.integers(2, 6), seed=st.integers(0, 2**16), masked=st.booleans())
+def test_class_counts_every_path_matches_its_twin(n: int, c: int, seed: int, masked: bool) -> None:
+    g = torch.Generator().manual_seed(seed)
+    p, t = torch.randint(0, c, (n,), generator=g), torch.randint(0, c, (n,), generator=g)
+    keep = torch.rand(n, generator=g) < 0.7 if masked else None
+    old = torch.randint(0, 5, (3, c), generator=g)
+    want = reference.class_counts(old, p, t, keep, c)
+    for index_add in (True, False):  # CPU and other devices; n >= c * c takes the confusion matrix on both
+        assert torch.equal(_kernels.class_counts(old, p, t, keep, c, index_add=index_add), want)
+    if keep is not None:  # ignored samples may carry any label
+        assert torch.equal(_kernels.class_counts(old, p, torch.where(keep, t, -7), keep, c), want)
+
+
+def test_ones_are_cached_per_size_and_bounded() -> None:
+    cpu = torch.device("cpu")
+    assert _kernels.ones(4, torch.long, cpu) is _kernels.ones(4, torch.long, cpu)
+    for n in range(100):
+        _kernels.ones(n, torch.int32, cpu)
+    assert len(kernels._ONES) <= 64
