@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import enum
 import functools
+import hashlib
 import inspect
 import threading
 import types
@@ -644,12 +645,20 @@ def canonical(value: Any) -> Any:
     and by the agreement of a reduction, so the two never disagree: numbers by
     exact value and type (``repr`` tells ``True`` from ``1`` from ``1.0`` and
     round-trips floats), tensors element by element, functions and classes by
-    qualified name. A value that cannot be compared this way is refused
-    (``TypeError``) when the metric is built.
+    qualified name, modules (``nn.Module``) by class and a digest of their parameters
+    and buffers. Any other object may say how it compares by defining
+    ``__canonical__(self)``, returning a value of these kinds. A value that
+    cannot be compared this way is refused (``TypeError``) when the metric is
+    built.
 
     Examples:
         >>> canonical(0.1), canonical(torch.tensor([1, 2]))
         (0.1, ('tensor', 'torch.int64', (2,), (1, 2)))
+        >>> class Window:
+        ...     def __init__(self, size): self.size = size
+        ...     def __canonical__(self): return self.size
+        >>> canonical(Window(3))
+        ('object', 'scopedmetrics.metric.Window', 3)
         >>> canonical(object())
         Traceback (most recent call last):
         ...
@@ -657,6 +666,11 @@ def canonical(value: Any) -> Any:
     """
     if isinstance(value, _PLAIN):  # their repr tells True from 1 from 1.0, and round-trips floats
         return value
+    hook = getattr(type(value), "__canonical__", None)
+    if hook is not None:
+        return ("object", _qualname(type(value)), canonical(hook(value)))
+    if isinstance(value, torch.nn.Module):
+        return ("module", _qualname(type(value)), module_digest(value))
     if isinstance(value, torch.Tensor):
         return ("tensor", str(value.dtype), tuple(value.shape), tuple(value.detach().cpu().flatten().tolist()))
     if isinstance(value, (list, tuple)):
@@ -675,8 +689,18 @@ def canonical(value: Any) -> Any:
         return ("function", _qualname(value))
     raise TypeError(
         f"holds a {type(value).__name__}, which cannot be compared across processes; "
-        "use numbers, strings, tensors, tuples, lists, dicts or functions"
+        "use numbers, strings, tensors, tuples, lists, dicts, functions or modules, or define __canonical__"
     )
+
+
+def module_digest(module: torch.nn.Module) -> str:
+    """A hash of a module's parameters and buffers (names, dtypes, shapes, bytes): its value as configuration."""
+    h = hashlib.blake2b(digest_size=16)
+    for name, t in module.state_dict().items():
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
 
 
 def _qualname(obj: Any) -> str:

@@ -78,6 +78,45 @@ def test_a_configuration_that_cannot_be_compared_is_refused_when_built() -> None
         Thresholded(transform=object())
 
 
+class Window:
+    """A configuration object that says how it compares (``__canonical__``)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __canonical__(self) -> int:
+        return self.size
+
+
+def module_case(rank: int, how: str) -> float:
+    torch.manual_seed(0 if how == "same" or rank == 0 else 1)  # equal weights, or rank 1's differ
+    model = torch.nn.Linear(3, 2)
+    return float(Thresholded(transform=model).update(torch.tensor([float(rank + 1)])).compute())
+
+
+@pytest.mark.parametrize("how", ["same", "other_weights"])
+def test_a_module_configuration_agrees_by_its_weights(world: Any, how: str) -> None:
+    if how == "same":
+        assert world.run(module_case, 2, how) == [3.0, 3.0]
+        return
+    for ok, err in world.results(module_case, 2, how):
+        assert not ok and isinstance(err, sm.SyncError) and "disagree" in str(err), err
+
+
+def test_modules_and_canonical_objects_merge_by_value() -> None:
+    torch.manual_seed(0)
+    a, b = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    b.load_state_dict(a.state_dict())
+    assert Thresholded(transform=a).merge(Thresholded(transform=b)).transform is a
+    with torch.no_grad():
+        b.bias += 1e-6
+    with pytest.raises(ValueError, match="configurations differ"):
+        Thresholded(transform=a).merge(Thresholded(transform=b))
+    Thresholded(transform=Window(3)).merge(Thresholded(transform=Window(3)))
+    with pytest.raises(ValueError, match="configurations differ"):
+        Thresholded(transform=Window(3)).merge(Thresholded(transform=Window(4)))
+
+
 def test_a_tensor_configuration_is_copied_so_later_writes_cannot_reach_it() -> None:
     mine = torch.zeros(3)
     m = Thresholded(thresholds=mine)

@@ -20,7 +20,6 @@ not depend on the order the processes held them in.
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from typing import Any
 
@@ -28,45 +27,31 @@ import numpy as np
 import torch
 
 from scopedmetrics import _checks
-from scopedmetrics.metric import Metric
+from scopedmetrics.metric import Metric, module_digest
 from scopedmetrics.state import state, static
 
 _F64 = torch.float64
 
 
-class _Extractor(tuple):  # type: ignore[type-arg]
-    """An ``nn.Module`` as comparable configuration: the tuple ``(class, digest)`` carrying the module.
+class _Extractor:
+    """An ``nn.Module`` as configuration, with what one dummy forward told about it.
 
-    A tuple, so the library compares it element by element like any tuple of
-    strings; the module rides along as an attribute and is never compared.
+    It compares (``__canonical__``) by the module's class and the digest of its
+    parameters and buffers taken when the metric was built, so a ``reset``
+    metric, which gets this object back, does not hash the weights again.
     """
 
-    module: torch.nn.Module
-    num_features: int
-    dtype: torch.dtype
+    def __init__(self, module: torch.nn.Module, num_features: int, dtype: torch.dtype,
+                 digest: str | None = None) -> None:
+        self.module, self.num_features, self.dtype = module, num_features, dtype
+        self.digest = digest if digest is not None else module_digest(module)
 
-    def __new__(cls, module: torch.nn.Module, num_features: int, dtype: torch.dtype,
-                digest: str | None = None) -> _Extractor:
-        name = f"{type(module).__module__}.{type(module).__qualname__}"
-        obj = super().__new__(cls, (name, digest if digest is not None else _digest(module)))
-        obj.module, obj.num_features, obj.dtype = module, num_features, dtype
-        return obj
-
-    def __reduce__(self) -> Any:
-        return (_Extractor, (self.module, self.num_features, self.dtype, self[1]))
+    def __canonical__(self) -> tuple[str, str, int, str]:
+        name = f"{type(self.module).__module__}.{type(self.module).__qualname__}"
+        return (name, self.digest, self.num_features, str(self.dtype))
 
     def __repr__(self) -> str:
-        return f"{self[0]}(digest={self[1][:12]}, num_features={self.num_features})"
-
-
-def _digest(module: torch.nn.Module) -> str:
-    """A hash of the module's parameters and buffers: names, dtypes, shapes and bytes."""
-    h = hashlib.blake2b(digest_size=16)
-    for name, t in module.state_dict().items():
-        t = t.detach().cpu().contiguous()
-        h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
+        return f"{type(self.module).__qualname__}(digest={self.digest[:12]}, num_features={self.num_features})"
 
 
 def _extractor(owner: Any) -> _Extractor:
@@ -83,7 +68,7 @@ def _extractor(owner: Any) -> _Extractor:
         )
     if not isinstance(f, torch.nn.Module):
         raise TypeError(f"{name}: argument `feature` must be an nn.Module, got {type(f).__name__}")
-    digest = _digest(f)
+    digest = module_digest(f)
     declared = getattr(f, "num_features", None)
     if isinstance(declared, torch.Tensor):
         declared = int(declared.item())
