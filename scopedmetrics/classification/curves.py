@@ -175,18 +175,20 @@ def _thr(m: Any) -> Tensor:
 # -- update --------------------------------------------------------------------
 
 
-def _scores(preds: Tensor, normalize: str | None, extremes: tuple[float, float] | None = None) -> Tensor:
+def _scores(preds: Tensor, normalize: str | None, extremes: tuple[float, float] | None = None,
+            keep: Tensor | None = None) -> Tensor:
     """Probabilities as float32 (logits go through sigmoid/softmax first, in at least float32).
 
     ``normalize=None`` keeps the scores as they are (TorchMetrics' ``normalization=None``).
-    ``extremes`` are ``preds``' minimum and maximum when the caller has them already.
+    ``extremes`` are ``preds``' minimum and maximum when the caller has them already;
+    ``keep`` limits the choice between probabilities and logits to the kept entries.
     """
     if normalize is None:
         return preds.to(torch.float32)
     if preds.dtype == torch.float32:
-        return _probabilities(preds, normalize, extremes)
+        return _probabilities(preds, normalize, extremes, keep)
     preds = preds.to(torch.promote_types(preds.dtype, torch.float32))
-    return _probabilities(preds, normalize, extremes).to(torch.float32)
+    return _probabilities(preds, normalize, extremes, keep).to(torch.float32)
 
 
 @functools.lru_cache(maxsize=64)
@@ -438,14 +440,13 @@ class _BinaryCurve(_Curve):
             extremes = finite_scores(self, preds)  # NaN, then infinities, as the checks above would go on
         if preds.ndim != 1:
             preds, target = preds.reshape(-1), target.reshape(-1)
-        if self.ignore_index is not None:
-            keep = target != self.ignore_index
-            preds, target = preds[keep], target[keep]
-            extremes = None
-        scores = _scores(preds, self.normalization, extremes)
-        if self.thresholds is None:
-            return self.append(preds=scores, target=target.to(torch.uint8))
-        return self.replace(counts=_binned(self.counts, scores, target.long(), self.thresholds))
+        keep = None if self.ignore_index is None else target != self.ignore_index
+        if self.thresholds is not None:  # fixed-size counts: ignored samples masked, no data-dependent shape
+            scores = _scores(preds, self.normalization, extremes if keep is None else None, keep)
+            return self.replace(counts=_binned(self.counts, scores, target.long(), self.thresholds, keep))
+        if keep is not None:
+            preds, target, extremes = preds[keep], target[keep], None
+        return self.append(preds=_scores(preds, self.normalization, extremes), target=target.to(torch.uint8))
 
     def _columns(self) -> tuple[Tensor, Tensor, None]:
         return self.preds.unsqueeze(1), (self.target == 1).unsqueeze(1), None
@@ -474,14 +475,16 @@ class _MulticlassCurve(_Curve):
             preds = preds.movedim(1, -1).reshape(-1, self.num_classes)
             target = target.reshape(-1)
         target = target.long()
-        if self.ignore_index is not None:
-            keep = target != self.ignore_index
+        keep = None if self.ignore_index is None else target != self.ignore_index
+        if self.thresholds is not None:  # fixed-size counts: ignored rows masked, no data-dependent shape
+            rows = None if keep is None else keep.unsqueeze(1)
+            scores = _scores(preds, "softmax", keep=rows)
+            one_hot = target.unsqueeze(1) == torch.arange(self.num_classes, device=target.device)
+            kept = None if rows is None else rows.expand_as(one_hot)
+            return self.replace(counts=_binned(self.counts, scores, one_hot, self.thresholds, kept))
+        if keep is not None:
             preds, target = preds[keep], target[keep]
-        scores = _scores(preds, "softmax")
-        if self.thresholds is None:
-            return self.append(preds=scores, target=target)
-        one_hot = target.unsqueeze(1) == torch.arange(self.num_classes, device=target.device)
-        return self.replace(counts=_binned(self.counts, scores, one_hot, self.thresholds))
+        return self.append(preds=_scores(preds, "softmax"), target=target)
 
     def _columns(self) -> tuple[Tensor, Tensor, Tensor | None]:
         classes = torch.arange(self.num_classes, device=self.target.device)

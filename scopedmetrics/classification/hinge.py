@@ -43,16 +43,22 @@ def _check(m: Any) -> None:
     check_bool(m, "validate_args")
 
 
-def _scores(preds: Tensor, normalize: str) -> Tensor:
-    """Probabilities in at least float32 (logits through sigmoid/softmax)."""
-    return _probabilities(preds.to(torch.promote_types(preds.dtype, torch.float32)), normalize)
+def _scores(preds: Tensor, normalize: str, keep: Tensor | None = None) -> Tensor:
+    """Probabilities in at least float32 (logits through sigmoid/softmax, decided on the kept rows)."""
+    return _probabilities(preds.to(torch.promote_types(preds.dtype, torch.float32)), normalize, keep=keep)
 
 
-def _folded(m: _M, margin: Tensor, rows: int) -> _M:
-    """``m`` with the losses ``max(0, 1 - margin)`` (squared if asked) of ``rows`` samples added."""
+def _folded(m: _M, margin: Tensor, keep: Tensor | None) -> _M:
+    """``m`` with the losses ``max(0, 1 - margin)`` (squared if asked) of the kept rows added (all without ``keep``).
+
+    Ignored rows are masked, not dropped, so the state grows without a data-dependent shape.
+    """
     loss = (1 - margin).clamp(min=0)
     if m.squared:  # type: ignore[attr-defined]
         loss = loss * loss
+    rows: Tensor | int = margin.shape[0]
+    if keep is not None:
+        loss, rows = loss.where(keep.view(-1, *(1,) * (loss.ndim - 1)), 0), keep.sum()
     measures = m.measures  # type: ignore[attr-defined]
     return m.replace(measures=measures + loss.sum(0).to(measures.dtype), total=m.total + rows)  # type: ignore[attr-defined]
 
@@ -86,11 +92,9 @@ class BinaryHingeLoss(Metric):
             _binary_checks(self, preds, target, scores_only=True, nan=False)
             finite_scores(self, preds)
         preds, target = preds.reshape(-1), target.reshape(-1)
-        if self.ignore_index is not None:
-            keep = target != self.ignore_index
-            preds, target = preds[keep], target[keep]
-        p = _scores(preds, "sigmoid")
-        return _folded(self, torch.where(target == 1, p, -p), len(p))
+        keep = None if self.ignore_index is None else target != self.ignore_index
+        p = _scores(preds, "sigmoid", keep)
+        return _folded(self, torch.where(target == 1, p, -p), keep)
 
     def compute(self) -> Tensor:
         """Return the mean loss over every sample seen."""
@@ -137,17 +141,17 @@ class MulticlassHingeLoss(Metric):
             _multiclass_checks(self, preds, target, scores_only=True)
         preds = preds.movedim(1, -1).reshape(-1, preds.shape[1]) if preds.ndim > 1 else preds.reshape(-1, 1)
         target = target.reshape(-1).long()
-        if self.ignore_index is not None:
-            keep = target != self.ignore_index
-            preds, target = preds[keep], target[keep]
-        p = _scores(preds, "softmax")
+        keep = None if self.ignore_index is None else target != self.ignore_index
+        if keep is not None:
+            target = target.where(keep, 0)  # any class: the row's loss is masked
+        p = _scores(preds, "softmax", None if keep is None else keep.unsqueeze(1))
         hot = target.unsqueeze(1) == torch.arange(p.shape[1], device=p.device)
         if self.multiclass_mode == "crammer-singer":
             rival = p.masked_fill(hot, float("-inf")).amax(1) if len(p) else p.new_zeros(0)
             margin = p.gather(1, target.unsqueeze(1)).squeeze(1) - rival
         else:
             margin = torch.where(hot, p, -p)
-        return _folded(self, margin, len(p))
+        return _folded(self, margin, keep)
 
     def compute(self) -> Tensor:
         """Return the mean loss (per class for one-vs-all) over every sample seen."""

@@ -280,6 +280,16 @@ def _keep(owner: Any, target: torch.Tensor) -> torch.Tensor | None:
     return keep
 
 
+def on_device(x: torch.Tensor) -> bool:
+    """Whether choices that depend on ``x``'s values must be made on its device, not in Python.
+
+    On an accelerator, reading a value on the host (``.item()``, ``bool()``) waits for
+    every queued kernel, and a traced function cannot branch on data at all; on the
+    CPU the host read is the cheaper way (one op instead of a ``where`` over the batch).
+    """
+    return not x.is_cpu or torch.compiler.is_compiling()
+
+
 def _probabilities(
     preds: torch.Tensor,
     normalize: str,
@@ -301,7 +311,7 @@ def _probabilities(
     if preds.numel() == 0:
         return preds
     decided = preds if keep is None else preds.where(keep, 0.5)  # 0.5 is a probability: it decides nothing
-    if torch.compiler.is_compiling():  # the same choice without a Python branch on the data
+    if extremes is None and on_device(preds):  # the same choice without reading the data on the host
         low_t, high_t = torch.aminmax(decided)
         scaled = preds.sigmoid() if normalize == "sigmoid" else preds.softmax(1)
         return torch.where((low_t >= 0) & (high_t <= 1), preds, scaled)

@@ -91,13 +91,12 @@ class _Ranking(Metric):
         target = target.movedim(1, -1).reshape(-1, self.num_labels)
         valid = torch.ones_like(target, dtype=torch.bool) if self.ignore_index is None else target != self.ignore_index
         relevant = (target == 1) & valid
-        if self.ignore_index is not None:
-            counted = valid.any(1)
-            scores, relevant, valid = scores[counted], relevant[counted], valid[counted]
         per_sample = self._scores(*_ranks(scores, relevant, valid))
-        return self.replace(
-            measure=self.measure + per_sample.sum().to(self.measure.dtype), total=self.total + len(scores)
-        )
+        counted: Tensor | int = len(scores)
+        if self.ignore_index is not None:  # a sample with every label ignored counts for nothing (masked, not dropped)
+            keep = valid.any(1)
+            per_sample, counted = per_sample.where(keep, 0), keep.sum()
+        return self.replace(measure=self.measure + per_sample.sum().to(self.measure.dtype), total=self.total + counted)
 
     def _scores(self, rel: Tensor, above_rel: Tensor, above: Tensor, valid: Tensor) -> Tensor:
         raise NotImplementedError
