@@ -368,6 +368,235 @@ def test_mask_leaves_images_out() -> None:
         assert_close(m.update(preds, target, mask=keep).compute(), m.update(kept_p, kept_t).compute())
 
 
+# -- segmentation masks ------------------------------------------------------------------------------------
+
+SIZES = [(32, 40), (32, 40), (48, 64), (128, 140)]  # 128 x 140 holds "large" masks (over 96**2 pixels)
+
+
+def _blob(h: int, w: int, cx: float, cy: float, rx: float, ry: float, ellipse: bool) -> torch.Tensor:
+    ys, xs = torch.meshgrid(torch.arange(h) + 0.5, torch.arange(w) + 0.5, indexing="ij")
+    dx, dy = (xs - cx) / max(rx, 0.5), (ys - cy) / max(ry, 0.5)
+    return dx**2 + dy**2 <= 1 if ellipse else (dx.abs() <= 1) & (dy.abs() <= 1)
+
+
+def mask_scene(n: int = 24, seed: int = 0, classes: int = 3, crowd: float = 0.15, with_area: bool = False,
+               boxes: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Images of a few sizes with random rectangles and ellipses: jittered copies as detections, strays.
+
+    An empty predicted mask now and then; some images without detections (``i % 5 == 2``), some without
+    ground truth (``i % 6 == 1``), some with neither. ``boxes`` adds each mask's bounding box (xyxy).
+    """
+    rng = np.random.default_rng(seed)
+    preds, target = [], []
+    for i in range(n):
+        h, w = SIZES[int(rng.integers(0, len(SIZES)))]
+        k = 0 if i % 6 == 1 else int(rng.integers(1, 6))
+        shapes = [(rng.uniform(0, w), rng.uniform(0, h), rng.uniform(1, w * 0.6), rng.uniform(1, h * 0.6),
+                   bool(rng.random() < 0.5)) for _ in range(k)]
+        gt = [_blob(h, w, *s) for s in shapes]
+        labels = rng.integers(0, classes, size=k)
+        det, d_labels = [], []
+        for s, lab in zip(shapes, labels):
+            if rng.random() < 0.75:
+                cx, cy, rx, ry, ell = s
+                j = rng.normal(0, 1, size=4) * np.array([rx, ry, rx, ry]) * 0.15
+                det.append(_blob(h, w, cx + j[0], cy + j[1], rx + j[2], ry + j[3], ell))
+                d_labels.append(int(lab) if rng.random() < 0.85 else int(rng.integers(0, classes)))
+        for _ in range(int(rng.integers(0, 3))):
+            det.append(_blob(h, w, rng.uniform(0, w), rng.uniform(0, h), rng.uniform(1, 8), rng.uniform(1, 8), True))
+            d_labels.append(int(rng.integers(0, classes)))
+        if rng.random() < 0.1:
+            det.append(torch.zeros(h, w, dtype=torch.bool))  # an empty mask: no overlap, area 0
+            d_labels.append(0)
+        if i % 5 == 2:
+            det, d_labels = [], []
+        p = {"masks": torch.stack(det) if det else torch.zeros(0, h, w, dtype=torch.bool),
+             "scores": torch.tensor(rng.random(len(det)), dtype=torch.float32),
+             "labels": torch.tensor(d_labels, dtype=torch.int64)}
+        t = {"masks": torch.stack(gt) if gt else torch.zeros(0, h, w, dtype=torch.bool),
+             "labels": torch.tensor(labels, dtype=torch.int64),
+             "iscrowd": torch.tensor(rng.random(k) < crowd).long()}
+        if with_area:
+            t["area"] = torch.tensor(np.where(rng.random(k) < 0.5, rng.uniform(50, 12000, size=k), 0.0),
+                                     dtype=torch.float32)
+        if boxes:
+            p["boxes"], t["boxes"] = mask_boxes(p["masks"]), mask_boxes(t["masks"])
+        preds.append(p)
+        target.append(t)
+    return preds, target
+
+
+def mask_boxes(masks: torch.Tensor) -> torch.Tensor:
+    """Each mask's bounding box, xyxy over pixel edges (an empty mask: a zero box)."""
+    out = torch.zeros(masks.shape[0], 4)
+    for k, m in enumerate(masks):
+        ys, xs = torch.nonzero(m, as_tuple=True)
+        if ys.numel():
+            out[k] = torch.tensor([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1], dtype=torch.float32)
+    return out
+
+
+def coco_segm(preds: list[dict[str, Any]], target: list[dict[str, Any]], micro: bool = False) -> Any:
+    """pycocotools' COCOeval (iouType "segm") on the data, every image listed with its size."""
+    from pycocotools import mask as mask_utils
+
+    def anns(items: list[dict[str, Any]], scored: bool) -> list[dict[str, Any]]:
+        out = []
+        for i, item in enumerate(items):
+            for k, m in enumerate(item["masks"]):
+                rle = mask_utils.encode(np.asfortranarray(m.numpy().astype(np.uint8)))
+                given = float(item["area"][k]) if "area" in item else 0.0
+                ann = {"id": len(out) + 1, "image_id": i, "segmentation": rle,
+                       "area": given if given > 0 else float(mask_utils.area(rle)),
+                       "category_id": 0 if micro else int(item["labels"][k]),
+                       "iscrowd": int(item["iscrowd"][k]) if "iscrowd" in item else 0}
+                if scored:
+                    ann["score"] = float(item["scores"][k])
+                out.append(ann)
+        return out
+
+    labels = sorted({int(x) for d in preds + target for x in d["labels"]})
+    cats = [{"id": 0}] if micro else [{"id": c} for c in labels]
+    images = [{"id": i, "height": int(t["masks"].shape[1]), "width": int(t["masks"].shape[2])}
+              for i, t in enumerate(target)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt, dt = COCO(), COCO()
+        gt.dataset = {"images": images, "annotations": anns(target, False), "categories": cats}
+        dt.dataset = {"images": images, "annotations": anns(preds, True), "categories": cats}
+        gt.createIndex()
+        dt.createIndex()
+        e = pycoco.COCOeval(gt, dt, "segm")
+        e.params.iouThrs = np.array(torch.linspace(0.5, 0.95, 10).tolist())
+        e.params.recThrs = np.array(torch.linspace(0.0, 1.0, 101).tolist())
+        e.evaluate()
+        e.accumulate()
+        e.summarize()
+    return e
+
+
+def without_lonely_detections(preds: list[dict[str, Any]], target: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``preds`` with the detections of images without ground truth dropped, as TorchMetrics' segm drops them."""
+    return [p if t["labels"].numel() else {k: v[:0] for k, v in p.items()} for p, t in zip(preds, target)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_segm_map_equals_pycocotools(seed: int) -> None:
+    preds, target = mask_scene(seed=seed, with_area=seed == 1)
+    m = MeanAveragePrecision(iou_type="segm", extended_summary=True)
+    got = m.update(preds[:9], target[:9]).update(preds[9:], target[9:]).compute()
+    e = coco_segm(preds, target)
+    assert (e.eval["precision"] > 0).any() and ours_stats(got)[[3, 4, 5]].min() > -1  # every area range is hit
+    np.testing.assert_allclose(ours_stats(got), e.stats, atol=1e-6)
+    np.testing.assert_allclose(got["precision"].numpy(), e.eval["precision"], atol=1e-12)
+    np.testing.assert_allclose(got["recall"].numpy(), e.eval["recall"], atol=1e-12)
+    np.testing.assert_allclose(got["scores"].numpy(), e.eval["scores"], atol=1e-6)
+    micro = MeanAveragePrecision(iou_type="segm", average="micro").update(preds, target).compute()
+    np.testing.assert_allclose(ours_stats(micro), coco_segm(preds, target, micro=True).stats, atol=1e-6)
+
+
+def test_segm_map_equals_torchmetrics(tm: Any) -> None:
+    preds, target = mask_scene(seed=2, with_area=True)
+    preds = without_lonely_detections(preds, target)
+    for kwargs in ({}, {"class_metrics": True}, {"class_metrics": True, "average": "micro"},
+                   {"iou_thresholds": [0.6, 0.8], "max_detection_thresholds": [1, 2, 3]}):
+        ours = MeanAveragePrecision(iou_type="segm", **kwargs).update(preds, target).compute()
+        theirs = tm_value(tm.MeanAveragePrecision(iou_type="segm", **kwargs), preds, target)
+        assert list(ours) == list(theirs), (kwargs, list(ours), list(theirs))
+        for k in theirs:
+            assert ours[k].dtype == theirs[k].dtype and ours[k].shape == theirs[k].shape, (k, ours[k], theirs[k])
+        assert_close(ours, dict(theirs), atol=1e-6)
+
+
+def test_segm_counts_detections_on_images_without_ground_truth(tm: Any) -> None:
+    """TorchMetrics' segm leaves images without target masks out of COCO's image list, and so their detections.
+
+    Here, as in COCO and in TorchMetrics' bbox (and bbox + segm), they are false positives.
+    """
+    preds, target = mask_scene(seed=3)
+    ours = MeanAveragePrecision(iou_type="segm").update(preds, target).compute()
+    np.testing.assert_allclose(ours_stats(ours), coco_segm(preds, target).stats, atol=1e-6)
+    theirs = tm_value(tm.MeanAveragePrecision(iou_type="segm"), preds, target)
+    assert float(theirs["map"]) > float(ours["map"])
+    trimmed = without_lonely_detections(preds, target)
+    assert_close(tm_value(tm.MeanAveragePrecision(iou_type="segm"), trimmed, target), dict(theirs))
+    # no predicted mask at all: TorchMetrics gives -1 everywhere (no per-class keys); COCO gives 0 recall
+    nothing = [{k: v[:0] for k, v in p.items()} for p in preds]
+    ours = MeanAveragePrecision(iou_type="segm").update(nothing, target).compute()
+    np.testing.assert_allclose(ours_stats(ours), coco_segm(nothing, target).stats, atol=1e-6)
+    assert float(ours["mar_100"]) == 0.0 and "map_per_class" in ours
+    theirs = tm_value(tm.MeanAveragePrecision(iou_type="segm"), nothing, target)
+    assert float(theirs["mar_100"]) == -1.0 and "map_per_class" not in theirs
+
+
+def test_bbox_and_segm_equal_each_alone_and_torchmetrics(tm: Any) -> None:
+    preds, target = mask_scene(seed=4, boxes=True)
+    both = MeanAveragePrecision(iou_type=("bbox", "segm"), class_metrics=True, extended_summary=True)
+    got = both.update(preds[:10], target[:10]).update(preds[10:], target[10:]).compute()
+    for kind in ("bbox", "segm"):
+        alone = MeanAveragePrecision(iou_type=kind, class_metrics=True, extended_summary=True)
+        alone_got = alone.update(preds, target).compute()
+        assert_close({f"{kind}_{k}": v for k, v in alone_got.items() if k != "classes"},
+                     {k: v for k, v in got.items() if k.startswith(f"{kind}_")}, atol=1e-12)
+    np.testing.assert_allclose(ours_stats({k[5:]: v for k, v in got.items() if k.startswith("bbox_")}),
+                               coco(preds, target).stats, atol=1e-6)
+    np.testing.assert_allclose(ours_stats({k[5:]: v for k, v in got.items() if k.startswith("segm_")}),
+                               coco_segm(preds, target).stats, atol=1e-6)
+    # TorchMetrics ranges ground truth by its mask area for bbox too; with areas given the two agree
+    for t in target:
+        t["area"] = t["masks"].flatten(1).sum(1).float() + 0.5
+    for kwargs in ({"class_metrics": True}, {"iou_type": ["segm", "bbox"]}):
+        ours = MeanAveragePrecision(**{"iou_type": ("bbox", "segm"), **kwargs}).update(preds, target).compute()
+        theirs = tm_value(tm.MeanAveragePrecision(**{"iou_type": ("bbox", "segm"), **kwargs}), preds, target)
+        assert list(ours) == list(theirs), (list(ours), list(theirs))
+        assert_close(ours, dict(theirs), atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [{"iou_type": "segm"}, {"iou_type": ("bbox", "segm"), "class_metrics": True,
+                                                          "average": "micro"}], ids=["segm", "both-micro"])
+def test_segm_on_any_split_equals_one_process(kwargs: dict[str, Any]) -> None:
+    preds, target = mask_scene(n=18, seed=5, boxes=True)
+    metric = MeanAveragePrecision(**kwargs)
+    expected = metric.update(preds, target).compute()
+    if kwargs["iou_type"] == "segm":
+        np.testing.assert_allclose(ours_stats(expected), coco_segm(preds, target).stats, atol=1e-6)
+    check_list_sharded(metric, preds, target, expected, seed=3)
+
+
+def test_segm_state_holds_no_masks() -> None:
+    preds, target = mask_scene(n=12, seed=6, boxes=True)
+    m = MeanAveragePrecision(iou_type=("bbox", "segm")).update(preds, target)
+    detections = sum(int(d["labels"].shape[0]) for d in preds)
+    state = m.state_dict()
+    assert {k for k in state if k.startswith("detections.macro")} == {
+        "detections.macro_label", "detections.macro_score", "detections.macro_rank", "detections.macro_bbox_match",
+        "detections.macro_segm_match"}
+    assert all(v.ndim <= 1 or (v.ndim == 2 and v.shape[1] <= 40) for v in state.values())
+    assert sum(v.numel() * v.element_size() for v in state.values()) / detections < 150
+
+
+def test_segm_mask_iou_is_exact_and_follows_crowd_rules() -> None:
+    from pycocotools import mask as mask_utils
+
+    from scopedmetrics.detection import _boxes
+
+    rng = np.random.default_rng(7)
+    d = torch.from_numpy(rng.random((5, 33, 41)) < 0.3)
+    g = torch.from_numpy(rng.random((4, 33, 41)) < 0.4)
+    d[4] = False
+    crowd = torch.tensor([False, True, False, True])
+    rle = [mask_utils.encode(np.asfortranarray(x.numpy().astype(np.uint8)[:, :, None]))[0] for x in (*d, *g)]
+    expected = mask_utils.iou(rle[:5], rle[5:], crowd.int().tolist())
+    np.testing.assert_array_equal(_boxes.mask_iou(d, g, crowd).numpy(), expected)
+    np.testing.assert_array_equal(_boxes.mask_area(g).numpy(), mask_utils.area(rle[5:]))
+
+
+def test_uint8_masks_equal_bool_masks() -> None:
+    preds, target = mask_scene(n=8, seed=8)
+    as_uint8 = [[{**d, "masks": d["masks"].to(torch.uint8)} for d in side] for side in (preds, target)]
+    m = MeanAveragePrecision(iou_type="segm")
+    assert_close(m.update(*as_uint8).compute(), m.update(preds, target).compute(), atol=0)
+
+
 # -- the box overlap family ---------------------------------------------------------------------------------
 
 FAMILY = [IntersectionOverUnion, GeneralizedIntersectionOverUnion, DistanceIntersectionOverUnion,
@@ -460,9 +689,59 @@ def test_bad_input_is_refused_and_leaves_the_metric_unchanged(name: str, bad: An
         assert_same_state(before, state_of(m))
 
 
+_MASK = torch.zeros(1, 8, 10, dtype=torch.bool)
+_MASK[0, 2:6, 3:9] = True
+GOOD_PM = {"masks": _MASK, "boxes": torch.tensor([[3.0, 2, 9, 6]]), "scores": torch.tensor([0.5]),
+           "labels": torch.tensor([1])}
+GOOD_TM = {"masks": _MASK, "boxes": torch.tensor([[3.0, 2, 9, 6]]), "labels": torch.tensor([1])}
+
+BAD_MASKS = [
+    ("missing_masks", "segm", lambda: ([{k: v for k, v in GOOD_PM.items() if k != "masks"}], [GOOD_TM]), ValueError,
+     "`preds` item 0 lacks the key(s) ['masks']"),
+    ("missing_boxes", ("bbox", "segm"), lambda: ([GOOD_PM], [{k: v for k, v in GOOD_TM.items() if k != "boxes"}]),
+     ValueError, "`target` item 0 lacks the key(s) ['boxes']"),
+    ("masks_list", "segm", lambda: ([{**GOOD_PM, "masks": _MASK.tolist()}], [GOOD_TM]), TypeError,
+     "`preds` item 0 'masks' must be a tensor"),
+    ("float_masks", "segm", lambda: ([GOOD_PM], [{**GOOD_TM, "masks": _MASK.float()}]), TypeError,
+     "`target` item 0 'masks' must be a bool tensor"),
+    ("uint8_not_binary", "segm", lambda: ([{**GOOD_PM, "masks": _MASK.to(torch.uint8) * 255}], [GOOD_TM]),
+     ValueError, "`preds` item 0 'masks' of dtype uint8 must hold only 0 and 1"),
+    ("masks_2d", "segm", lambda: ([{**GOOD_PM, "masks": _MASK[0]}], [GOOD_TM]), ValueError,
+     "`preds` item 0 'masks' must have shape (N, H, W), got (8, 10)"),
+    ("mask_count", "segm", lambda: ([GOOD_PM], [{**GOOD_TM, "masks": _MASK.repeat(2, 1, 1)}]), ValueError,
+     "`target` item 0 has 2 masks but 1 'labels'"),
+    ("masks_vs_boxes", ("bbox", "segm"), lambda: ([{**GOOD_PM, "masks": _MASK.repeat(2, 1, 1)}], [GOOD_TM]),
+     ValueError, "`preds` item 0 has 1 boxes but 2 'masks'"),
+    ("mask_size", "segm", lambda: ([GOOD_PM, GOOD_PM], [GOOD_TM, {**GOOD_TM, "masks": torch.zeros(1, 8, 12).bool()}]),
+     ValueError, "`preds` and `target` item 1 'masks' must have the same height and width, got (8, 10) and (8, 12)"),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "bad", "error", "needle"), BAD_MASKS, ids=[b[0] for b in BAD_MASKS])
+def test_bad_masks_are_refused_and_leave_the_metric_unchanged(name: str, kind: Any, bad: Any, error: type,
+                                                              needle: str) -> None:
+    m = MeanAveragePrecision(iou_type=kind).update([GOOD_PM], [GOOD_TM])
+    before = state_of(m)
+    with pytest.raises(error) as info:
+        m.update(*bad())
+    assert "MeanAveragePrecision.update" in str(info.value) and needle in str(info.value), str(info.value)
+    assert_same_state(before, state_of(m))
+
+
+def test_masks_of_any_size_where_one_side_is_empty() -> None:
+    """Sizes are compared only where both sides hold masks; an empty ``masks`` of any shape is no masks."""
+    m = MeanAveragePrecision(iou_type="segm")
+    none_p = {"masks": torch.zeros(0), "scores": torch.zeros(0), "labels": torch.zeros(0, dtype=torch.long)}
+    got = m.update([GOOD_PM, none_p], [{**GOOD_TM, "masks": torch.zeros(0, 3, 3).bool(),
+                                        "labels": torch.zeros(0, dtype=torch.long)}, GOOD_TM]).compute()
+    assert float(got["map"]) == 0.0 and float(got["mar_100"]) == 0.0
+
+
 @pytest.mark.parametrize(("make", "error", "needle"), [
     (lambda: MeanAveragePrecision(box_format="xyxyxy"), ValueError, "`box_format` must be one of"),
-    (lambda: MeanAveragePrecision(iou_type="segm"), ValueError, "segmentation masks are not supported"),
+    (lambda: MeanAveragePrecision(iou_type="mask"), ValueError, "`iou_type` must be 'bbox', 'segm' or a tuple"),
+    (lambda: MeanAveragePrecision(iou_type=("segm", "segm")), ValueError, "`iou_type` must be"),
+    (lambda: MeanAveragePrecision(iou_type=()), ValueError, "`iou_type` must be"),
     (lambda: MeanAveragePrecision(iou_thresholds=0.5), ValueError, "`iou_thresholds`"),
     (lambda: MeanAveragePrecision(max_detection_thresholds=[1, 10]), ValueError, "`max_detection_thresholds`"),
     (lambda: MeanAveragePrecision(average="weighted"), ValueError, "`average`"),
@@ -470,8 +749,8 @@ def test_bad_input_is_refused_and_leaves_the_metric_unchanged(name: str, bad: An
     (lambda: MeanAveragePrecision(class_metrics=1), TypeError, "`class_metrics` must be a bool"),
     (lambda: IntersectionOverUnion(iou_threshold="high"), TypeError, "`iou_threshold` must be a number"),
     (lambda: IntersectionOverUnion(respect_labels=None), TypeError, "`respect_labels`"),
-], ids=["format", "segm", "iou_thresholds", "max_dets", "average", "backend", "class_metrics", "threshold",
-        "respect"])
+], ids=["format", "iou_type", "iou_type_twice", "iou_type_empty", "iou_thresholds", "max_dets", "average", "backend",
+        "class_metrics", "threshold", "respect"])
 def test_bad_configuration_is_refused(make: Any, error: type, needle: str) -> None:
     with pytest.raises(error, match=needle.replace("(", r"\(").replace(")", r"\)")):
         make()

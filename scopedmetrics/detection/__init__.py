@@ -1,10 +1,10 @@
 """Object detection metrics, named and called as in TorchMetrics.
 
-``MeanAveragePrecision`` matches detections to ground truth per image in
-``update`` (COCO's rules) and keeps a few bytes per detection; the box
-overlap metrics keep sums. Inputs are lists with one dict per image, so
-``mask=`` leaves out images. No torchvision: the box operations are plain
-torch.
+``MeanAveragePrecision`` matches detections (boxes or segmentation masks) to
+ground truth per image in ``update`` (COCO's rules) and keeps a few bytes per
+detection; the box overlap metrics keep sums. Inputs are lists with one dict
+per image, so ``mask=`` leaves out images. No torchvision: the box and mask
+operations are plain torch.
 """
 
 from scopedmetrics.detection.iou import CompleteIntersectionOverUnion as CompleteIntersectionOverUnion

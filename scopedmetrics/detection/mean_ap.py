@@ -5,11 +5,11 @@ nothing but that image: so ``update`` does the matching and keeps, per
 detection, a compact row: its class, score, rank among its image's
 detections of that class, and a match code per (IoU threshold, area range)
 (0 false positive, 1 true positive, 2 ignored). Per update and class it keeps
-the number of ground-truth boxes that count per area range. These are
+the number of ground-truth objects that count per area range. These are
 ``cat`` states of small integers and ``"sum"``-free counts, a few dozen bytes
-per detection; boxes are never kept. ``compute`` sorts the rows by score and
-accumulates precision and recall as ``COCOeval.accumulate`` does, so any
-split of the images across processes gives the single-process value.
+per detection; boxes and masks are never kept. ``compute`` sorts the rows by
+score and accumulates precision and recall as ``COCOeval.accumulate`` does,
+so any split of the images across processes gives the single-process value.
 
 What ``update`` does for one image, class, area range and IoU threshold is
 ``COCOeval.evaluateImg``: detections sorted by score (stable) and cut to the
@@ -23,11 +23,18 @@ ground truth, or unmatched and outside the area range, is ignored. The
 smaller maxDets only take the first detections of each image and class,
 which is why the rank is kept: COCO's ``maxDets`` limit applies per image
 *and class*, not per image.
+
+Only the overlaps and areas depend on ``iou_type``: boxes (``"bbox"``) overlap
+as pycocotools' ``bbIou`` and measure ``w * h``; masks (``"segm"``) overlap as
+``maskUtils.iou`` (pixel intersections by a matmul, in the batch's update)
+and measure their pixel count. With both, the rows share label, score and
+rank and keep one match code per type.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import torch
 
@@ -37,6 +44,8 @@ from scopedmetrics.metric import Metric
 from scopedmetrics.state import append, state, static
 
 _F64 = torch.float64
+IOU_TYPES = ("bbox", "segm")
+_GEOMETRY = {"bbox": "boxes", "segm": "masks"}  # the input key each iou_type reads
 AREAS = ((0.0, 1e5**2), (0.0, 32.0**2), (32.0**2, 96.0**2), (96.0**2, 1e5**2))  # all, small, medium, large
 FP, TP, IGNORED = 0, 1, 2
 _EPS = float(torch.finfo(torch.float64).eps)  # np.spacing(1), as COCOeval.accumulate
@@ -78,20 +87,26 @@ def _padded(group: torch.Tensor, groups: int, *values: torch.Tensor) -> tuple[to
     return valid, out
 
 
-def match(det_group: torch.Tensor, det_boxes: torch.Tensor, det_area: torch.Tensor, gt_group: torch.Tensor,
-          gt_boxes: torch.Tensor, gt_area: torch.Tensor, gt_crowd: torch.Tensor, groups: int,
-          thresholds: torch.Tensor) -> torch.Tensor:
+PairIou = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""``pair_iou(d, g)``: IoU ``(P, D, G)`` of detections ``d`` ``(P, D)`` and ground truth ``g`` ``(P, G)`` (indices)."""
+
+
+def match(det_group: torch.Tensor, det_area: torch.Tensor, gt_group: torch.Tensor, gt_area: torch.Tensor,
+          gt_crowd: torch.Tensor, groups: int, thresholds: torch.Tensor, pair_iou: PairIou) -> torch.Tensor:
     """COCO's greedy matching in every (image, class) group at once: a code ``(D, T, A)`` per detection.
 
     Detections come sorted by group and, within a group, by descending score;
-    ground truth sorted by group, in input order within it.
+    ground truth sorted by group, in input order within it. ``pair_iou`` is
+    called once, with indices into these arrays padded per group (the padding's
+    entries are never read), so boxes and masks share the matching.
     """
     t_count, a_count = thresholds.shape[0], len(AREAS)
     codes = torch.zeros((det_group.shape[0], t_count, a_count), dtype=torch.int8)
     if det_group.shape[0] == 0:
         return codes
-    dv, (db, da, d_index) = _padded(det_group, groups, det_boxes, det_area, torch.arange(det_group.shape[0]))
-    gv, (gb, ga, gc) = _padded(gt_group, groups, gt_boxes, gt_area, gt_crowd)
+    dv, (da, d_index) = _padded(det_group, groups, det_area, torch.arange(det_group.shape[0]))
+    gv, (ga, gc, g_index) = _padded(gt_group, groups, gt_area, gt_crowd, torch.arange(gt_group.shape[0]))
+    g_count = ga.shape[1]
     lo = torch.tensor([a[0] for a in AREAS], dtype=_F64)
     hi = torch.tensor([a[1] for a in AREAS], dtype=_F64)
     g_out = (ga[..., None] < lo) | (ga[..., None] > hi)  # (P, G, A)
@@ -99,12 +114,12 @@ def match(det_group: torch.Tensor, det_boxes: torch.Tensor, det_area: torch.Tens
     g_crowd = gc[:, None, :, None]
     g_valid = gv[:, None, :, None]
     d_out = (da[..., None] < lo) | (da[..., None] > hi)  # (P, D, A)
-    iou = _coco_iou(db, gb, gc) if gb.shape[1] else torch.zeros((*db.shape[:2], 0), dtype=_F64)
+    iou = pair_iou(d_index, g_index) if g_count else torch.zeros((*da.shape[:2], 0), dtype=_F64)
     # COCO accepts iou >= min(t, 1 - 1e-10)
     limit = thresholds.clamp(max=1 - 1e-10)[None, :, None, None]  # (1, T, 1, 1)
-    taken = torch.zeros((groups, t_count, gb.shape[1], a_count), dtype=torch.bool)
-    flip = torch.arange(gb.shape[1] - 1, -1, -1)
-    for j in range(db.shape[1]):
+    taken = torch.zeros((groups, t_count, g_count, a_count), dtype=torch.bool)
+    flip = torch.arange(g_count - 1, -1, -1)
+    for j in range(da.shape[1]):
         live = dv[:, j]
         if not bool(live.any()):
             continue
@@ -113,38 +128,98 @@ def match(det_group: torch.Tensor, det_boxes: torch.Tensor, det_area: torch.Tens
         regular = ok & ~g_ignored
         pool = torch.where(regular.any(2, keepdim=True), regular, ok)  # ignored ground truth only as a fallback
         score = torch.where(pool, ious, -1.0)
-        best = flip[score.flip(2).argmax(2)] if gb.shape[1] else torch.zeros((groups, t_count, a_count),
-                                                                                  dtype=torch.int64)
+        best = flip[score.flip(2).argmax(2)] if g_count else torch.zeros((groups, t_count, a_count),
+                                                                              dtype=torch.int64)
         matched = pool.any(2) & live[:, None, None]  # (P, T, A)
         hit_ignored = torch.gather(g_ignored.expand(-1, t_count, -1, -1), 2, best[:, :, None]).squeeze(2) \
-            if gb.shape[1] else matched
+            if g_count else matched
         code = torch.where(matched, torch.where(hit_ignored, IGNORED, TP),
                            torch.where(d_out[:, j][:, None, :], IGNORED, FP)).to(torch.int8)
         rows = d_index[live, j]
         codes[rows] = code[live]
-        if gb.shape[1]:
+        if g_count:
             taken.scatter_(2, best[:, :, None], matched[:, :, None] | torch.gather(taken, 2, best[:, :, None]))
     return codes
 
 
-class MeanAveragePrecision(Metric):
-    """COCO mean average precision and recall of boxes, with TorchMetrics 1.9's arguments and output.
+class Overlaps(NamedTuple):
+    """What the matching needs of one ``iou_type``: areas (float64) and the pairwise IoU of a batch's objects."""
 
-    ``preds`` and ``target`` are lists with one dict per image: ``boxes``
-    ``(K, 4)`` in ``box_format``, integer ``labels`` ``(K,)``, for predictions
-    ``scores`` ``(K,)``, for targets optionally ``iscrowd`` ``(K,)`` (crowd
-    regions: matched without penalty, never counted) and ``area`` ``(K,)``
-    (used for the small, medium and large ranges where positive; else the
-    box's area). ``compute`` returns the dict TorchMetrics returns: ``map``,
+    det_area: torch.Tensor  # (D,)
+    gt_area: torch.Tensor  # (G,): ``area`` where given and positive, else the box's or mask's
+    pair_iou: PairIou  # indices into the batch's detections and ground truth
+
+
+def _box_overlaps(p: _boxes.Batch, t: _boxes.Batch, crowd: torch.Tensor, given: torch.Tensor,
+                  box_format: str) -> Overlaps:
+    """Boxes in xywh float64, as TorchMetrics hands them to COCOeval; areas ``w * h``."""
+    det = _boxes.to_xywh(p.boxes, box_format).to(_F64).cpu()
+    gt = _boxes.to_xywh(t.boxes, box_format).to(_F64).cpu()
+
+    def pair_iou(d: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        return _coco_iou(det[d], gt[g], crowd[g])
+
+    return Overlaps(det[:, 2] * det[:, 3], torch.where(given > 0, given, gt[:, 2] * gt[:, 3]), pair_iou)
+
+
+def _mask_overlaps(p: _boxes.Batch, t: _boxes.Batch, crowd: torch.Tensor, given: torch.Tensor) -> Overlaps:
+    """Masks: per image, the ``(D_i, G_i)`` IoU table (pycocotools' ``maskUtils.iou``), all flattened into one.
+
+    Areas are pixel counts (pycocotools' ``maskUtils.area``). No mask outlives this batch.
+    """
+    p_img, t_img = p.image.cpu(), t.image.cpu()
+    d_count = torch.bincount(p_img, minlength=p.images)
+    g_count = torch.bincount(t_img, minlength=t.images)
+    d_start, g_start = torch.cumsum(d_count, 0) - d_count, torch.cumsum(g_count, 0) - g_count
+    sizes = d_count * g_count
+    offset = torch.cumsum(sizes, 0) - sizes
+    flat = torch.cat([torch.zeros(0, dtype=_F64)] + [
+        _boxes.mask_iou(dm, gm, crowd[int(g_start[i]): int(g_start[i]) + gm.shape[0]]).flatten()
+        for i, (dm, gm) in enumerate(zip(p.masks, t.masks)) if int(sizes[i])])
+
+    def pair_iou(d: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        if flat.numel() == 0:
+            return torch.zeros((*d.shape, g.shape[-1]), dtype=_F64)
+        di, gi = p_img[d], t_img[g]  # a group's objects share one image; the padding may not
+        same = di[:, :, None] == gi[:, None, :]
+        index = (offset[di] + (d - d_start[di]) * g_count[di])[:, :, None] + (g - g_start[gi])[:, None, :]
+        return torch.where(same, flat[index.clamp(max=flat.numel() - 1)], 0.0)
+
+    det_area = torch.cat([torch.zeros(0, dtype=_F64)] + [_boxes.mask_area(m) for m in p.masks])
+    gt_area = torch.cat([torch.zeros(0, dtype=_F64)] + [_boxes.mask_area(m) for m in t.masks])
+    return Overlaps(det_area, torch.where(given > 0, given, gt_area), pair_iou)
+
+
+def _reindexed(pair_iou: PairIou, det_order: torch.Tensor, gt_order: torch.Tensor) -> PairIou:
+    """``pair_iou`` of indices into the sorted arrays, ``det_order`` and ``gt_order`` mapping them back."""
+    return lambda d, g: pair_iou(det_order[d], gt_order[g])
+
+
+class MeanAveragePrecision(Metric):
+    """COCO mean average precision and recall of boxes or masks, with TorchMetrics 1.9's arguments and output.
+
+    ``preds`` and ``target`` are lists with one dict per image: for
+    ``iou_type="bbox"`` ``boxes`` ``(K, 4)`` in ``box_format``, for ``"segm"``
+    ``masks``, a bool ``(K, H, W)`` tensor (uint8 of 0 and 1 accepted; an
+    image's predicted and target masks share ``H, W``), for both types both;
+    integer ``labels`` ``(K,)``, for predictions ``scores`` ``(K,)``, for
+    targets optionally ``iscrowd`` ``(K,)`` (crowd regions: matched without
+    penalty, never counted) and ``area`` ``(K,)`` (used for the small, medium
+    and large ranges where positive; else the box's area, or the mask's pixel
+    count). ``compute`` returns the dict TorchMetrics returns: ``map``,
     ``map_50``, ``map_75``, ``map_small``, ``map_medium``, ``map_large``,
     ``mar_{m}`` for each of ``max_detection_thresholds``, ``mar_small``,
     ``mar_medium``, ``mar_large``, ``map_per_class`` and
     ``mar_{max}_per_class`` (``-1`` unless ``class_metrics``) and ``classes``;
-    ``-1`` where there is nothing to average. ``average="micro"`` pools the
-    classes into one. ``extended_summary=True`` adds COCO's ``precision``
-    ``(T, R, K, A, M)``, ``recall`` ``(T, K, A, M)`` and ``scores`` arrays
-    (TorchMetrics also returns every IoU matrix, which is not kept here).
-    ``iou_type`` is ``"bbox"``; ``backend`` is accepted and changes nothing.
+    ``-1`` where there is nothing to average. With ``iou_type=("bbox",
+    "segm")`` every key but ``classes`` comes once per type, prefixed
+    ``bbox_`` and ``segm_`` (``bbox_map``, ..., ``segm_map``, ...), in the
+    order of ``iou_type``. ``average="micro"`` pools the classes into one.
+    ``extended_summary=True`` adds COCO's ``precision`` ``(T, R, K, A, M)``,
+    ``recall`` ``(T, K, A, M)`` and ``scores`` arrays (TorchMetrics also
+    returns every IoU matrix, which is not kept here). ``backend`` is
+    accepted and changes nothing. Masks, like boxes, are used in ``update``
+    and dropped: the state holds only the match rows.
 
     Examples:
         >>> import torch
@@ -155,6 +230,18 @@ class MeanAveragePrecision(Metric):
         >>> result = MeanAveragePrecision().update(preds, target).compute()
         >>> {k: round(float(v), 4) for k, v in result.items() if k in ("map", "map_50", "map_75", "mar_100")}
         {'map': 0.6, 'map_50': 1.0, 'map_75': 1.0, 'mar_100': 0.6}
+
+        Masks (an IoU of 0.74: a match at the thresholds 0.5 to 0.7):
+
+        >>> mask = torch.zeros(1, 10, 12, dtype=torch.bool)
+        >>> mask[0, 2:8, 2:9] = True
+        >>> guess = torch.zeros(1, 10, 12, dtype=torch.bool)
+        >>> guess[0, 3:8, 2:10] = True
+        >>> preds = [{"masks": guess, "scores": torch.tensor([0.8]), "labels": torch.tensor([0])}]
+        >>> target = [{"masks": mask, "labels": torch.tensor([0])}]
+        >>> result = MeanAveragePrecision(iou_type="segm").update(preds, target).compute()
+        >>> {k: round(float(v), 4) for k, v in result.items() if k in ("map", "map_50", "map_75", "mar_100")}
+        {'map': 0.5, 'map_50': 1.0, 'map_75': 0.0, 'mar_100': 0.5}
     """
 
     box_format: str = static(default="xyxy")
@@ -174,9 +261,11 @@ class MeanAveragePrecision(Metric):
     def __post_init__(self) -> None:
         name = "MeanAveragePrecision"
         _checks.check_choice(self, "box_format", _boxes.BOX_FORMATS)
-        if self.iou_type not in ("bbox", ("bbox",), ["bbox"]):
-            raise ValueError(f"{name}: argument `iou_type` must be 'bbox' (segmentation masks are not supported "
-                             f"yet), got {self.iou_type!r}")
+        t = self.iou_type
+        kinds = (t,) if isinstance(t, str) else tuple(t) if isinstance(t, (tuple, list)) else ()
+        if not kinds or any(k not in IOU_TYPES for k in kinds) or len(set(kinds)) != len(kinds):
+            raise ValueError(f"{name}: argument `iou_type` must be 'bbox', 'segm' or a tuple of both, "
+                             f"got {t!r}")
         for arg in ("iou_thresholds", "rec_thresholds"):
             v = getattr(self, arg)
             if v is not None and (not isinstance(v, list) or not v or not all(
@@ -207,6 +296,15 @@ class MeanAveragePrecision(Metric):
     def _max_dets(self) -> list[int]:
         return sorted(self.max_detection_thresholds or [1, 10, 100])
 
+    @property
+    def _types(self) -> tuple[str, ...]:
+        """``iou_type`` as a tuple: the kinds of overlap evaluated, in output order."""
+        return (self.iou_type,) if isinstance(self.iou_type, str) else tuple(self.iou_type)
+
+    def _prefix(self, kind: str) -> str:
+        """TorchMetrics' key prefix: none for one ``iou_type``, ``"bbox_"`` / ``"segm_"`` for both."""
+        return "" if len(self._types) == 1 else f"{kind}_"
+
     def _modes(self) -> tuple[str, ...]:
         """The matchings kept: per class (for macro or per-class values) and pooled (micro)."""
         out = []
@@ -222,15 +320,17 @@ class MeanAveragePrecision(Metric):
         for mode in ("macro", "micro"):
             rows.update({f"{mode}_label": torch.zeros(0, dtype=torch.int64),
                          f"{mode}_score": torch.zeros(0, dtype=_F64),
-                         f"{mode}_rank": torch.zeros(0, dtype=torch.int32),
-                         f"{mode}_match": torch.zeros((0, width), dtype=torch.int8)})
+                         f"{mode}_rank": torch.zeros(0, dtype=torch.int32)})
+            rows.update({f"{mode}_{self._prefix(k)}match": torch.zeros((0, width), dtype=torch.int8)
+                         for k in self._types})
         return rows
 
     def _ground_truth_rows(self) -> dict[str, torch.Tensor]:
         rows = {}
         for mode in ("macro", "micro"):
-            rows.update({f"{mode}_label": torch.zeros(0, dtype=torch.int64),
-                         f"{mode}_count": torch.zeros((0, len(AREAS)), dtype=torch.int64)})
+            rows[f"{mode}_label"] = torch.zeros(0, dtype=torch.int64)
+            rows.update({f"{mode}_{self._prefix(k)}count": torch.zeros((0, len(AREAS)), dtype=torch.int64)
+                         for k in self._types})
         return rows
 
     # -- update: COCOeval.evaluateImg per image and class -----------------------------------------------------
@@ -238,23 +338,29 @@ class MeanAveragePrecision(Metric):
     def update(
         self, preds: list[dict[str, torch.Tensor]], target: list[dict[str, torch.Tensor]]
     ) -> MeanAveragePrecision:
-        """Match a batch of images' detections to their ground truth and keep the rows; ``self`` is unchanged."""
-        p = _boxes.flatten(self, "preds", preds, ("scores",))
-        t = _boxes.flatten(self, "target", target, (), ("iscrowd", "area"))
+        """Match a batch of images' detections to their ground truth and keep the rows; ``self`` is unchanged.
+
+        Boxes or masks are read here and dropped: only the rows reach the state.
+        """
+        geometry = [_GEOMETRY[k] for k in self._types]
+        p = _boxes.flatten(self, "preds", preds, ("scores",), geometry=geometry)
+        t = _boxes.flatten(self, "target", target, (), ("iscrowd", "area"), geometry=geometry)
         _boxes.same_images(self, p, t)
+        if "segm" in self._types:
+            _boxes.same_sizes(self, p, t)
         if p.images == 0:
             return self
-        det_xywh = _boxes.to_xywh(p.boxes, self.box_format).to(_F64).cpu()
-        gt_xywh = _boxes.to_xywh(t.boxes, self.box_format).to(_F64).cpu()
         crowd = t.extra["iscrowd"].cpu().bool() if "iscrowd" in t.extra else torch.zeros(t.labels.shape[0],
                                                                                          dtype=torch.bool)
         given = t.extra["area"].cpu().to(_F64) if "area" in t.extra else torch.zeros(t.labels.shape[0], dtype=_F64)
-        gt_area = torch.where(given > 0, given, gt_xywh[:, 2] * gt_xywh[:, 3])
-        det_area = det_xywh[:, 2] * det_xywh[:, 3]
+        overlaps = {k: _box_overlaps(p, t, crowd, given, self.box_format) if k == "bbox"
+                    else _mask_overlaps(p, t, crowd, given) for k in self._types}
         scores = p.extra["scores"].cpu().to(_F64)
         p_img, p_lab, t_img, t_lab = p.image.cpu(), p.labels.cpu(), t.image.cpu(), t.labels.cpu()
         det_rows, gt_rows = dict(self.detections), dict(self.ground_truth)
         thresholds = torch.tensor(self._ious, dtype=_F64)
+        lo = torch.tensor([a[0] for a in AREAS], dtype=_F64)
+        hi = torch.tensor([a[1] for a in AREAS], dtype=_F64)
         for mode in self._modes():
             dl = p_lab if mode == "macro" else torch.zeros_like(p_lab)
             gl = t_lab if mode == "macro" else torch.zeros_like(t_lab)
@@ -270,29 +376,33 @@ class MeanAveragePrecision(Metric):
             keep = rank < self._max_dets[-1]
             order, dg, rank = order[keep], dg[keep], rank[keep]
             g_order = torch.sort(g_group, stable=True).indices
-            codes = match(dg, det_xywh[order], det_area[order], g_group[g_order], gt_xywh[g_order],
-                          gt_area[g_order], crowd[g_order], keys.shape[0], thresholds)
             det_rows[f"{mode}_label"] = append(det_rows[f"{mode}_label"], dl[order])
             det_rows[f"{mode}_score"] = append(det_rows[f"{mode}_score"], scores[order])
             det_rows[f"{mode}_rank"] = append(det_rows[f"{mode}_rank"], rank.to(torch.int32))
-            det_rows[f"{mode}_match"] = append(det_rows[f"{mode}_match"], codes.flatten(1))
-            # ground truth that counts, per label and area range
-            lo = torch.tensor([a[0] for a in AREAS], dtype=_F64)
-            hi = torch.tensor([a[1] for a in AREAS], dtype=_F64)
-            counted = ~crowd[:, None] & (gt_area[:, None] >= lo) & (gt_area[:, None] <= hi)
             labels, where = torch.unique(gl, return_inverse=True)
-            per_label = torch.zeros((labels.shape[0], len(AREAS)), dtype=torch.int64).index_add_(0, where,
-                                                                                             counted.long())
             gt_rows[f"{mode}_label"] = append(gt_rows[f"{mode}_label"], labels)
-            gt_rows[f"{mode}_count"] = append(gt_rows[f"{mode}_count"], per_label)
+            for kind, ov in overlaps.items():
+                pre = self._prefix(kind)
+                codes = match(dg, ov.det_area[order], g_group[g_order], ov.gt_area[g_order], crowd[g_order],
+                              keys.shape[0], thresholds, _reindexed(ov.pair_iou, order, g_order))
+                det_rows[f"{mode}_{pre}match"] = append(det_rows[f"{mode}_{pre}match"], codes.flatten(1))
+                # ground truth that counts, per label and area range
+                counted = ~crowd[:, None] & (ov.gt_area[:, None] >= lo) & (ov.gt_area[:, None] <= hi)
+                per_label = torch.zeros((labels.shape[0], len(AREAS)), dtype=torch.int64).index_add_(
+                    0, where, counted.long())
+                gt_rows[f"{mode}_{pre}count"] = append(gt_rows[f"{mode}_{pre}count"], per_label)
         seen = torch.unique(torch.cat([p_lab, t_lab]))
         return self.replace(images=self.images + p.images, classes=append(self.classes, seen),
                             detections=det_rows, ground_truth=gt_rows)
 
     # -- compute: COCOeval.accumulate and summarize ----------------------------------------------------------
 
-    def _accumulate(self, mode: str, classes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """COCO's precision ``(T, R, K, A, M)``, recall ``(T, K, A, M)`` and scores over ``classes``."""
+    def _accumulate(self, mode: str, classes: torch.Tensor,
+                    pre: str = "") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """COCO's precision ``(T, R, K, A, M)``, recall ``(T, K, A, M)`` and scores over ``classes``.
+
+        ``pre`` picks the ``iou_type``'s match codes and ground-truth counts.
+        """
         t_count, r_count, a_count = len(self._ious), len(self._recs), len(AREAS)
         max_dets = self._max_dets
         k_count, m_count = classes.shape[0], len(max_dets)
@@ -301,7 +411,7 @@ class MeanAveragePrecision(Metric):
         scores_out = torch.full_like(precision, -1.0)
         rows, gts = self.detections, self.ground_truth
         gt_k = torch.searchsorted(classes, gts[f"{mode}_label"])
-        npig = torch.zeros((k_count, a_count), dtype=torch.int64).index_add_(0, gt_k, gts[f"{mode}_count"])
+        npig = torch.zeros((k_count, a_count), dtype=torch.int64).index_add_(0, gt_k, gts[f"{mode}_{pre}count"])
         det_k = torch.searchsorted(classes, rows[f"{mode}_label"])
         score = rows[f"{mode}_score"]
         # rows are in image order; a stable sort by descending score, then by class, is COCO's order
@@ -309,7 +419,7 @@ class MeanAveragePrecision(Metric):
         order = order[torch.sort(det_k[order], stable=True).indices]
         det_k, score = det_k[order], score[order]
         rank = rows[f"{mode}_rank"][order]
-        codes = rows[f"{mode}_match"][order].view(-1, t_count, a_count)
+        codes = rows[f"{mode}_{pre}match"][order].view(-1, t_count, a_count)
         bounds = torch.searchsorted(det_k, torch.arange(k_count + 1))
         recs = torch.tensor(self._recs, dtype=_F64)
         for k in range(k_count):
@@ -362,25 +472,24 @@ class MeanAveragePrecision(Metric):
                 mean(True, 2, big), mean(True, 3, big), mean(False, 0, max_dets[0]), mean(False, 0, max_dets[1]),
                 mean(False, 0, big), mean(False, 1, big), mean(False, 2, big), mean(False, 3, big)]
 
-    def compute(self) -> dict[str, torch.Tensor]:
-        """COCO's mAP and mAR summary (and per-class values with ``class_metrics``)."""
+    def _stat_keys(self) -> list[str]:
         md = self._max_dets
-        keys = ["map", "map_50", "map_75", "map_small", "map_medium", "map_large", f"mar_{md[0]}", f"mar_{md[1]}",
+        return ["map", "map_50", "map_75", "map_small", "map_medium", "map_large", f"mar_{md[0]}", f"mar_{md[1]}",
                 f"mar_{md[2]}", "mar_small", "mar_medium", "mar_large"]
-        classes = torch.unique(self.classes)
-        if int(self.images) == 0:  # TorchMetrics: no image at all
-            out = {k: torch.tensor(-1.0) for k in keys}
-            out["classes"] = classes.to(torch.int32)
-            return out
+
+    def _results(self, kind: str, classes: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One ``iou_type``'s keys, in TorchMetrics' order, prefixed as TorchMetrics prefixes them."""
+        md, pre = self._max_dets, self._prefix(kind)
         mode = "micro" if self.average == "micro" else "macro"
         pooled = torch.zeros(1, dtype=torch.int64) if mode == "micro" else classes
-        precision, recall, scores = self._accumulate(mode, pooled)
-        out = {k: torch.tensor(v, dtype=torch.float32) for k, v in zip(keys, self._summarize(precision, recall))}
+        precision, recall, scores = self._accumulate(mode, pooled, pre)
+        stats = self._summarize(precision, recall)
+        out = {f"{pre}{k}": torch.tensor(v, dtype=torch.float32) for k, v in zip(self._stat_keys(), stats)}
         if self.extended_summary:
-            out.update(precision=precision, recall=recall, scores=scores)
+            out.update({f"{pre}precision": precision, f"{pre}recall": recall, f"{pre}scores": scores})
         if self.class_metrics:
             if mode != "macro":
-                precision, recall, _ = self._accumulate("macro", classes)
+                precision, recall, _ = self._accumulate("macro", classes, pre)
             maps, mars = [], []
             at_100 = [i for i, x in enumerate(md) if x == 100]  # TorchMetrics takes stats[0]: maxDets=100
             for k in range(classes.shape[0]):
@@ -390,10 +499,22 @@ class MeanAveragePrecision(Metric):
                 r = recall[:, k, 0][..., [i for i, x in enumerate(md) if x == md[2]]]
                 r = r[r > -1]
                 mars.append(float(r.mean()) if r.numel() else -1.0)
-            out["map_per_class"] = torch.tensor(maps, dtype=torch.float32)
-            out[f"mar_{md[2]}_per_class"] = torch.tensor(mars, dtype=torch.float32)
+            out[f"{pre}map_per_class"] = torch.tensor(maps, dtype=torch.float32)
+            out[f"{pre}mar_{md[2]}_per_class"] = torch.tensor(mars, dtype=torch.float32)
         else:
-            out["map_per_class"] = torch.tensor(-1.0)
-            out[f"mar_{md[2]}_per_class"] = torch.tensor(-1.0)
+            out[f"{pre}map_per_class"] = torch.tensor(-1.0)
+            out[f"{pre}mar_{md[2]}_per_class"] = torch.tensor(-1.0)
+        return out
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        """COCO's mAP and mAR summary (and per-class values with ``class_metrics``), per ``iou_type``."""
+        classes = torch.unique(self.classes)
+        if int(self.images) == 0:  # TorchMetrics: no image at all
+            out = {f"{self._prefix(kind)}{k}": torch.tensor(-1.0) for kind in self._types for k in self._stat_keys()}
+            out["classes"] = classes.to(torch.int32)
+            return out
+        out = {}
+        for kind in self._types:
+            out.update(self._results(kind, classes))
         out["classes"] = classes.to(torch.int32)
         return {k: v.squeeze() if v.numel() == 1 else v for k, v in out.items()}  # as TorchMetrics
