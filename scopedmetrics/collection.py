@@ -19,6 +19,8 @@ from typing import Any, NamedTuple, TypeVar, cast
 import optree
 
 from scopedmetrics.metric import Metric, _is_metric
+from scopedmetrics.reducers import Collective
+from scopedmetrics.rooted import compute_on
 from scopedmetrics.scope import get_reducer
 from scopedmetrics.sync import reduce_metrics
 from scopedmetrics.tree import flatten
@@ -263,12 +265,22 @@ def reduce(tree: T) -> T:
     return cast(T, optree.tree_unflatten(spec, reduce_metrics(metrics, names, get_reducer())))
 
 
-def compute(tree: Any) -> Any:
+def compute(tree: Any, *, root: int | None = None) -> Any:
     """Reduce every metric in a pytree together, then compute each; same structure of values.
+
+    ``root=r`` computes on rank ``r`` alone and broadcasts the values, so only
+    ``r`` ever holds every rank's ``cat`` rows (exact curves, retrieval, mAP);
+    the values are the same. Without a ``Collective`` reducer in scope (one
+    process, a plain function) it changes nothing.
 
     Examples:
         >>> import scopedmetrics as sm, torch
         >>> sm.compute({"total": sm.Sum().update(torch.ones(3))})
         {'total': tensor(3.)}
+        >>> sm.simulate(lambda rank: sm.compute(sm.Cat().update(torch.tensor([rank])), root=0), 2)
+        [tensor([0, 1]), tensor([0, 1])]
     """
+    reducer = get_reducer()
+    if root is not None and isinstance(reducer, Collective):
+        return compute_on(tree, root, reducer)
     return optree.tree_map(lambda m: m.compute(), reduce(tree), is_leaf=_is_metric)

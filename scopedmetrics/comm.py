@@ -48,6 +48,15 @@ class Comm(ABC):
     def all_reduce(self, tensor: torch.Tensor, op: str) -> torch.Tensor:
         """``tensor`` reduced element-wise with ``op`` across the group."""
 
+    def gather_into(self, tensor: torch.Tensor, root: int) -> torch.Tensor | None:
+        """Every participant's ``tensor`` stacked in rank order on ``root`` (``None`` elsewhere); sizes must agree."""
+        stacked = self.all_gather_into(tensor)
+        return stacked if self.rank == root else None
+
+    def broadcast(self, tensor: torch.Tensor, root: int) -> torch.Tensor:
+        """``root``'s ``tensor`` on every participant (each passes a tensor of the same size and dtype)."""
+        return self.all_gather_into(tensor)[root]
+
     @abstractmethod
     def subcomm(self, members: list[int]) -> Comm:
         """The group of ``members`` (ranks of this group, ascending); only they call."""
@@ -269,6 +278,17 @@ class TorchComm(Comm):
         self._wait(work, f"all_reduce({op})")
         return tensor
 
+    def gather_into(self, tensor: torch.Tensor, root: int) -> torch.Tensor | None:
+        out = [torch.empty_like(tensor) for _ in range(self.size)] if self.rank == root else None
+        dst = self.global_ranks([root])[0]
+        self._wait(dist.gather(tensor, out, dst=dst, group=self.group, async_op=True), "gather")
+        return None if out is None else torch.stack(out)
+
+    def broadcast(self, tensor: torch.Tensor, root: int) -> torch.Tensor:
+        src = self.global_ranks([root])[0]
+        self._wait(dist.broadcast(tensor, src=src, group=self.group, async_op=True), "broadcast")
+        return tensor
+
     def backend_timeout(self) -> timedelta:
         """The process group's own timeout (``init_process_group(timeout=...)``; 30 minutes by default)."""
         backend = self.group._get_backend(self.device)
@@ -350,6 +370,19 @@ class SplitComm(TorchComm):
         opts = dist.AllreduceOptions()
         opts.reduceOp = _REDUCE_OPS[op]  # type: ignore[assignment]  # the stub's RedOpType is the same enum
         self._wait(self.pg.allreduce([tensor], opts), f"all_reduce({op})")
+        return tensor
+
+    def gather_into(self, tensor: torch.Tensor, root: int) -> torch.Tensor | None:
+        opts = dist.GatherOptions()
+        opts.rootRank = root
+        out = [[torch.empty_like(tensor) for _ in range(self.size)]] if self.rank == root else []
+        self._wait(self.pg.gather(out, [tensor], opts), "gather")
+        return torch.stack(out[0]) if out else None
+
+    def broadcast(self, tensor: torch.Tensor, root: int) -> torch.Tensor:
+        opts = dist.BroadcastOptions()
+        opts.rootRank = root
+        self._wait(self.pg.broadcast([tensor], opts), "broadcast")
         return tensor
 
     def __repr__(self) -> str:

@@ -137,6 +137,14 @@ class ThreadComm(Comm):
         reduced: torch.Tensor = self.world.folded(self.rank, tensor, reduce)
         return reduced.clone()
 
+    def gather_into(self, tensor: torch.Tensor, root: int) -> torch.Tensor | None:
+        stacked: torch.Tensor = self.world.folded(self.rank, tensor, self._stack)
+        return stacked.clone() if self.rank == root else None
+
+    def broadcast(self, tensor: torch.Tensor, root: int) -> torch.Tensor:
+        parts = self.world.exchange(self.rank, tensor)
+        return self._stack(parts)[root].clone()
+
     def _stack(self, parts: list[torch.Tensor]) -> torch.Tensor:
         shapes = {tuple(p.shape) for p in parts}
         if len(shapes) > 1:  # what gloo would refuse, refused here too

@@ -67,35 +67,54 @@ def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Red
 
     metric -> units (``walk``) -> reducer -> reduced units -> leaves in tree order -> metric.
     """
-    todo = [i for i, m in enumerate(metrics) if not m._reduced]
-    if not todo or isinstance(reducer, Local):
+    if isinstance(reducer, Local):
         return [m._with_mark(True) for m in metrics]
-    units: list[Leaf | Merge] = []
-    desc: list[str] = []
-    counts = []
-    for i in todo:
-        before = len(units)
-        walk(metrics[i], names[i], units, desc)
-        counts.append(len(units) - before)
-    leaves = [u for u in units if isinstance(u, Leaf)]
-    merges = [u for u in units if isinstance(u, Merge)]
-    if isinstance(reducer, Collective):
-        reduced, merged = collective_reduce(reducer.comm, leaves, merges, desc)
-    else:
+    plan = Units.of(metrics, names)
+    leaves = [u for u in plan.units if isinstance(u, Leaf)]
+    merges = [u for u in plan.units if isinstance(u, Merge)]
+    reduced: list[torch.Tensor] = []
+    merged: list[Metric] = []
+    if plan.todo and isinstance(reducer, Collective):
+        reduced, merged = collective_reduce(reducer.comm, leaves, merges, plan.desc)
+    elif plan.todo:
         reduced = [reducer(u.tensor.clone(), u.op) for u in leaves]  # a copy: it may reduce in place
         merged = [_plain_merge(reducer, u.metric) for u in merges]
-    next_leaf, next_merge = iter(reduced), iter(merged)
-    out = list(metrics)
-    at = 0
-    for i, n in zip(todo, counts):
-        flat: list[torch.Tensor] = []
-        for u in units[at : at + n]:
-            flat += [next(next_leaf)] if isinstance(u, Leaf) else tree.leaves(next(next_merge))
-        at += n
-        out[i] = tree.unflatten(tree.structure(metrics[i]), flat)
-        if "_cfg" in metrics[i].__dict__:  # the same configuration: keep its canonical form
-            out[i].__dict__["_cfg"] = metrics[i].__dict__["_cfg"]
-    return [m._with_mark(True) for m in out]
+    return plan.assemble(reduced, merged)
+
+
+class Units:
+    """The units of the unreduced metrics among ``metrics``, in order, and how to put reduced ones back."""
+
+    def __init__(self, metrics: Sequence[Metric], todo: list[int], units: list[Leaf | Merge], desc: list[str],
+                 counts: list[int]) -> None:
+        self.metrics, self.todo, self.units, self.desc, self.counts = metrics, todo, units, desc, counts
+
+    @classmethod
+    def of(cls, metrics: Sequence[Metric], names: Sequence[str]) -> Units:
+        todo = [i for i, m in enumerate(metrics) if not m._reduced]
+        units: list[Leaf | Merge] = []
+        desc: list[str] = []
+        counts = []
+        for i in todo:
+            before = len(units)
+            walk(metrics[i], names[i], units, desc)
+            counts.append(len(units) - before)
+        return cls(metrics, todo, units, desc, counts)
+
+    def assemble(self, reduced: Sequence[torch.Tensor], merged: Sequence[Metric]) -> list[Metric]:
+        """The metrics with their units replaced by ``reduced`` leaves and ``merged`` states, marked reduced."""
+        next_leaf, next_merge = iter(reduced), iter(merged)
+        out = list(self.metrics)
+        at = 0
+        for i, n in zip(self.todo, self.counts):
+            flat: list[torch.Tensor] = []
+            for u in self.units[at : at + n]:
+                flat += [next(next_leaf)] if isinstance(u, Leaf) else tree.leaves(next(next_merge))
+            at += n
+            out[i] = tree.unflatten(tree.structure(self.metrics[i]), flat)
+            if "_cfg" in self.metrics[i].__dict__:  # the same configuration: keep its canonical form
+                out[i].__dict__["_cfg"] = self.metrics[i].__dict__["_cfg"]
+        return [m._with_mark(True) for m in out]
 
 
 _SPLITS: dict[tuple[Any, int, tuple[int, ...]], list[int]] = {}
