@@ -59,8 +59,11 @@ def test_class_counts_every_path_matches_its_twin(n: int, c: int, seed: int, mas
     keep = torch.rand(n, generator=g) < 0.7 if masked else None
     old = torch.randint(0, 5, (3, c), generator=g)
     want = reference.class_counts(old, p, t, keep, c)
-    for index_add in (True, False):  # CPU and other devices; n >= c * c takes the confusion matrix on both
-        assert torch.equal(_kernels.class_counts(old, p, t, keep, c, index_add=index_add), want)
+    with pytest.MonkeyPatch.context() as patch:
+        for confusion_min in (kernels.CONFUSION_MIN, 0):  # 0: n >= c * c counts the confusion matrix
+            patch.setattr(kernels, "CONFUSION_MIN", confusion_min)
+            for index_add in (True, False):  # CPU and other devices
+                assert torch.equal(_kernels.class_counts(old, p, t, keep, c, index_add=index_add), want)
     if keep is not None:  # ignored samples may carry any label
         assert torch.equal(_kernels.class_counts(old, p, torch.where(keep, t, -7), keep, c), want)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 INDEX_ADD_MAX = 1 << 16  # above this many samples ``tally`` takes one bincount pass on the CPU too
+CONFUSION_MIN = 1 << 13  # from this many samples (and c * c) ``class_counts`` counts a confusion matrix
 
 _ONES: dict[tuple[int, torch.dtype, torch.device], torch.Tensor] = {}
 
@@ -91,8 +92,8 @@ def class_counts(
     and one to its target's support. On the CPU that is two ``index_add`` of
     ones, which raise ``IndexError`` on a label out of range; small batches pay
     per tensor op (1-2 µs each), so fewer ops is what makes this fast. A batch
-    of at least ``c * c`` samples counts the confusion matrix instead (one
-    pass), and other devices, where an out-of-range ``index_add`` is a
+    of at least ``CONFUSION_MIN`` and ``c * c`` samples counts the confusion
+    matrix instead (one pass, which wins from about 8k samples), and other devices, where an out-of-range ``index_add`` is a
     device-side assert, ``tally`` both rows at once, which takes a ``bincount``
     there (``index_add=None`` picks by device).
 
@@ -107,7 +108,7 @@ def class_counts(
         >>> torch.equal(class_counts(zero, p, t, None, 3, index_add=False), class_counts(zero, p, t, None, 3))
         True
     """
-    if c * c <= p.shape[0]:
+    if p.shape[0] >= max(c * c, CONFUSION_MIN):
         cm = bincount(torch.add(p, t, alpha=c), c * c, keep).view(c, c)  # index t * c + p
         hits = cm.diagonal()
         return counts + torch.stack([hits, cm.sum(0) - hits, cm.sum(1)])
