@@ -93,9 +93,10 @@ def class_counts(
     ones, which raise ``IndexError`` on a label out of range; small batches pay
     per tensor op (1-2 µs each), so fewer ops is what makes this fast. A batch
     of at least ``CONFUSION_MIN`` and ``c * c`` samples counts the confusion
-    matrix instead (one pass, which wins from about 8k samples), and other devices, where an out-of-range ``index_add`` is a
-    device-side assert, ``tally`` both rows at once, which takes a ``bincount``
-    there (``index_add=None`` picks by device).
+    matrix instead (one pass, which wins from about 8k samples). Other devices,
+    where an out-of-range ``index_add`` is a device-side assert, ``tally`` both
+    rows at once, which takes a ``bincount`` there (``index_add=None`` picks by
+    device).
 
     Examples:
         >>> import torch
