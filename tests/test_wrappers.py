@@ -15,7 +15,7 @@ from worlds import CountingComm
 import scopedmetrics as sm
 from scopedmetrics import tree
 from scopedmetrics.reducers import Collective
-from scopedmetrics.wrappers import BootStrapper, Sliced, _groups
+from scopedmetrics.wrappers import BootStrapper, Sliced, _families, _groups
 from scopedmetrics.wrappers.bootstrap import poisson_counts
 
 N = 240
@@ -155,6 +155,59 @@ def test_hooks_leave_nan_and_unvalidated_batches_to_the_metric() -> None:
         bad.update(torch.tensor([0, 9]), torch.tensor([0, 1]), slice_ids=torch.tensor([0, 1]))
 
 
+@pytest.mark.parametrize("strategy", ["warn", "ignore", "disable", 0.5])
+@pytest.mark.parametrize("weight", [1.0, 2, 0.0, float("inf")])
+def test_mean_nan_and_weights_per_slice_are_the_plain_metrics(strategy: Any, weight: float) -> None:
+    x = torch.tensor([1.0, float("nan"), 3.0, 0.0, 4.0, -2.0, float("inf"), 5.0])
+    ids = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    metric = sm.Mean(nan_strategy=strategy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "warn" warns in both
+        expected = {k: metric.update(x[ids == k], weight=weight).state_dict() for k in range(4)}
+        sliced = Sliced(metric, 4).update(x, slice_ids=ids, weight=weight)
+    for k in range(4):
+        for name, want in expected[k].items():
+            torch.testing.assert_close(sliced.slice(k).state_dict()[name], want, equal_nan=True)
+    with pytest.raises(ValueError, match="nan"):
+        Sliced(sm.Mean(nan_strategy="error"), 4).update(x, slice_ids=ids)
+
+
+@pytest.mark.parametrize(
+    ("metric", "big", "batch"),
+    [
+        (sm.Sum(), (torch.tensor([2.0**24]),), (torch.ones(1024),)),
+        (sm.Mean(), (torch.tensor([2.0**24]),), (torch.ones(1024),)),
+        (sm.Mean(), (torch.tensor([2.0**24]),), (torch.ones(1024), torch.ones(1024))),
+        (sm.MeanSquaredError(), (torch.tensor([4096.0]), torch.zeros(1)), (torch.ones(1024), torch.zeros(1024))),
+        (sm.MeanAbsoluteError(num_outputs=2), (torch.full((1, 2), 2.0**24), torch.zeros(1, 2)),
+         (torch.ones(1024, 2), torch.zeros(1024, 2))),
+    ],
+    ids=["sum", "mean", "mean_weighted", "mse", "mae_outputs"],
+)
+def test_a_batch_is_added_to_a_large_float_state_once_as_the_metric_adds_it(
+    metric: sm.Metric, big: tuple[torch.Tensor, ...], batch: tuple[torch.Tensor, ...]
+) -> None:
+    """Each slice's batch is summed before it meets the state: added row by row, 2**24 + 1 + 1 ... stays 2**24."""
+    plain = metric.update(*big).update(*batch)
+    one = torch.zeros(1, dtype=torch.long)
+    sliced = Sliced(metric, 2).update(*big, slice_ids=one).update(*batch, slice_ids=one.expand(1024))
+    for name, want in plain.state_dict().items():
+        assert torch.equal(sliced.slice(0).state_dict()[name], want), name
+
+
+def test_group_sums_are_shaped_like_the_state_on_every_path() -> None:
+    """The CPU's weighted bincount and the index_add_ of other devices (shapes checked on the meta device)."""
+    ids = torch.tensor([0, 2, 2, 1])
+    cases = [(torch.zeros(3), torch.tensor([1.0, 2.0, 3.0, 4.0]), [1.0, 4.0, 5.0]),
+             (torch.zeros(3, 1), torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64), [[1.0], [4.0], [5.0]]),
+             (torch.zeros(3, 2), torch.ones(4, 2), [[1.0, 1.0], [1.0, 1.0], [2.0, 2.0]])]
+    for state, rows, want in cases:
+        sums = _families._group_sums(state, ids, rows)
+        assert sums.dtype == state.dtype and sums.tolist() == want
+        meta = _families._group_sums(state.to("meta"), ids.to("meta"), rows.to("meta"))
+        assert meta.shape == state.shape and meta.dtype == state.dtype
+
+
 def test_a_subclass_that_overrides_update_takes_the_general_path() -> None:
     class Doubled(sm.Sum):
         def update(self, value: Any) -> Doubled:
@@ -233,16 +286,27 @@ def _state(m: sm.Metric) -> dict[str, torch.Tensor]:
         (torch.tensor([0, 1]), ValueError, "`slice_ids` has 2 entries but argument 0 has 3 along dim 0"),
     ],
 )
-def test_bad_slice_ids_are_clear_errors_and_change_nothing(ids: Any, error: type[Exception], match: str) -> None:
-    m = Sliced(sm.BinaryAccuracy(), 3)
-    m = m.update(torch.tensor([1, 0]), torch.tensor([1, 1]), slice_ids=torch.tensor([0, 2]))
+@pytest.mark.parametrize("metric", [sm.BinaryAccuracy(), sm.Mean(), sm.MeanSquaredError()],
+                         ids=["binary_accuracy", "mean", "mse"])
+def test_bad_slice_ids_are_clear_errors_and_change_nothing(ids: Any, error: type[Exception], match: str,
+                                                           metric: sm.Metric) -> None:
+    def batch(*values: int) -> tuple[torch.Tensor, ...]:
+        t = torch.tensor(values)
+        return (t.float(),) if isinstance(metric, sm.Mean) else (t, torch.ones_like(t))
+
+    m = Sliced(metric, 3).update(*batch(1, 0), slice_ids=torch.tensor([0, 2]))
     before = _state(m)
     prefix = "Sliced.update: " if match.startswith("`") else "Sliced.update: argument `slice_ids` "
     with pytest.raises(error, match=prefix + match):
-        m.update(torch.tensor([1, 0, 1]), torch.tensor([1, 1, 0]), slice_ids=ids)
+        m.update(*batch(1, 0, 1), slice_ids=ids)
     assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
     with pytest.raises(TypeError, match="slice_ids"):
-        m.update(torch.tensor([1]), torch.tensor([1]))  # type: ignore[call-arg]
+        m.update(*batch(1))  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match=r"must hold ids in \[0, 3\), got \[3, 7\]"):  # int32 ids, as int64
+        m.update(*batch(1, 0, 1), slice_ids=torch.tensor([3, 7, 0], dtype=torch.int32))
+    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
+    same = m.update(*batch(1, 0, 1), slice_ids=torch.tensor([0, 2, 2], dtype=torch.int32))
+    assert torch.equal(same.counts, m.update(*batch(1, 0, 1), slice_ids=torch.tensor([0, 2, 2])).counts)
 
 
 def test_a_bad_batch_is_the_wrapped_metrics_error() -> None:

@@ -1,8 +1,9 @@
 """Vectorised grouped updates of the catalogue's common families: one scatter by group id per batch.
 
 Each hook runs the metric's own input checks with the empty ``template`` (so
-errors name the metric and the argument), then adds every row's contribution
-to its group's row of the stacked state with one ``bincount``/``index_add``.
+errors name the metric and the argument), then sums every row's contribution
+per group with one ``bincount``/``index_add`` and adds the sums to the stacked
+state once, as the metric adds its batch's sum (``_group_sums``).
 A batch a hook does not handle exactly (NaNs to drop, weights to refuse, labels
 out of range with ``validate_args=False``) returns ``None``, and the general
 path runs the metric's own ``update`` per group, which does what the metric does.
@@ -33,7 +34,7 @@ from scopedmetrics.classification.stat_scores import (
 )
 from scopedmetrics.metric import Metric
 from scopedmetrics.regression._inputs import check_result, pair
-from scopedmetrics.regression.error import MeanAbsoluteError, MeanSquaredError
+from scopedmetrics.regression.error import _SQUARED_ERROR, MeanAbsoluteError, MeanSquaredError
 from scopedmetrics.wrappers._groups import GroupIds, _call_hook, hook_for, per_element, register_sliced_update
 
 M = TypeVar("M", bound=Metric)
@@ -41,10 +42,11 @@ M = TypeVar("M", bound=Metric)
 
 def _values(x: Any, like: torch.Tensor) -> torch.Tensor | None:
     """A batch-first value tensor cast like the state; ``None`` when the plain path does not apply."""
-    if not isinstance(x, torch.Tensor) or x.ndim == 0 or x.is_complex():
+    if not isinstance(x, torch.Tensor) or x.ndim == 0:
         return None
-    t: torch.Tensor = x if x.dtype == like.dtype and x.device == like.device else x.to(like.device, like.dtype)
-    return t
+    if x.dtype == like.dtype and x.device == like.device:
+        return x
+    return None if x.is_complex() else x.to(like.device, like.dtype)
 
 
 def _nan_free(template: Any, total: torch.Tensor) -> bool:
@@ -56,6 +58,26 @@ def _nan_free(template: Any, total: torch.Tensor) -> bool:
     return template.nan_strategy == "disable" or not math.isnan(total.sum().item())
 
 
+def _group_sums(state: torch.Tensor, ids: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Each group's sum of ``rows`` (row ``i`` in group ``ids[i]``), from zero, shaped like the stacked ``state``.
+
+    ``rows`` is ``(N, *state.shape[1:])``, or ``(N,)`` for one value per group. The state then adds these
+    once, as a metric's ``update`` adds its batch's sum: ``state.index_add`` would add each row to the
+    running total in turn, and a float total rounds at every row (past 2**24 a float32 total no longer
+    grows by ones). One value per row on the CPU is one weighted ``bincount``, the faster pass there
+    (on CUDA it has no deterministic kernel); otherwise ``index_add_`` into zeros. Shape and dtype
+    calls cost about as much as the pass, so each is made only when needed.
+    """
+    if rows.ndim == 1 and rows.is_cpu:
+        sums = torch.bincount(ids, weights=rows, minlength=state.shape[0])
+        if sums.dtype != state.dtype:  # float32 and float64 weights keep theirs; others give float64
+            sums = sums.to(state.dtype)
+        return sums if state.ndim == 1 else sums.unsqueeze(1)
+    if rows.dtype != state.dtype:
+        rows = rows.to(state.dtype)
+    return torch.zeros_like(state).index_add_(0, ids, rows if rows.ndim == state.ndim else rows.unsqueeze(1))
+
+
 # -- aggregation ---------------------------------------------------------------------------
 
 
@@ -65,30 +87,35 @@ def _sum(stacked: Sum, template: Sum, g: GroupIds, value: Any) -> Sum | None:
     x = _values(value, stacked.sum_value)
     if x is None:
         return None
-    per_row = x.reshape(ids.shape[0], -1).sum(1)
-    if not _nan_free(template, per_row):
+    sums = _group_sums(stacked.sum_value, ids, x if x.shape == ids.shape else x.reshape(ids.shape[0], -1).sum(1))
+    if not _nan_free(template, sums):
         return None
-    return stacked.replace(sum_value=stacked.sum_value.index_add(0, ids, per_row))
+    return stacked.replace(sum_value=stacked.sum_value + sums)
 
 
 @register_sliced_update(Mean)
 def _mean(stacked: Mean, template: Mean, g: GroupIds, value: Any, weight: Any = 1.0) -> Mean | None:
-    ids = g.ids
     x = _values(value, stacked.mean_value)
     if x is None:
         return None
+    if isinstance(weight, torch.Tensor):
+        return _weighted_mean(stacked, template, g, x, weight)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+        return None  # the metric's own update takes it, or refuses it (negative or NaN)
+    ids = g.ids
     rows = ids.shape[0]
-    if isinstance(weight, (int, float)) and not isinstance(weight, bool):
-        if weight < 0 or weight != weight:
-            return None  # the metric's own update refuses it
-        sx = x.reshape(rows, -1).sum(1)
-        if not _nan_free(template, sx):
-            return None
-        if weight != 1:
-            sx = sx * weight
-        return stacked.replace(mean_value=stacked.mean_value.index_add(0, ids, sx),
-                               weight=stacked.weight.add(g.sizes, alpha=float(x.numel() // rows) * weight))
-    if not isinstance(weight, torch.Tensor) or weight.is_complex():
+    if weight != 1:
+        x = x * weight  # each value, as the metric weighs them
+    sums = _group_sums(stacked.mean_value, ids, x if x.shape == ids.shape else x.reshape(rows, -1).sum(1))
+    if not _nan_free(template, sums):
+        return None
+    scale = x.numel() // rows * weight  # the weight each row adds
+    weights = stacked.weight + g.sizes if scale == 1 else stacked.weight.add(g.sizes, alpha=scale)
+    return stacked.replace(mean_value=stacked.mean_value + sums, weight=weights)
+
+
+def _weighted_mean(stacked: Mean, template: Mean, g: GroupIds, x: torch.Tensor, weight: torch.Tensor) -> Mean | None:
+    if weight.is_complex():
         return None
     w = weight.to(x.device, stacked.weight.dtype)
     try:
@@ -99,11 +126,12 @@ def _mean(stacked: Mean, template: Mean, g: GroupIds, value: Any, weight: Any = 
         return None
     if bool((w < 0).any()):
         return None
+    rows = g.ids.shape[0]
     sx = (x * w).reshape(rows, -1).sum(1)
     sw = w.reshape(rows, -1).sum(1)
     return stacked.replace(
-        mean_value=stacked.mean_value.index_add(0, ids, sx.to(stacked.mean_value.dtype)),
-        weight=stacked.weight.index_add(0, ids, sw),
+        mean_value=stacked.mean_value + _group_sums(stacked.mean_value, g.ids, sx),
+        weight=stacked.weight + _group_sums(stacked.weight, g.ids, sw),
     )
 
 
@@ -130,25 +158,23 @@ register_sliced_update(Min)(_extreme("min_value", "amin"))
 
 def _error(field: str, squared: bool) -> Any:
     def hook(stacked: M, template: M, g: GroupIds, preds: Any, target: Any) -> M | None:
-        ids = g.ids
+        ids, rows = g.ids, g.ids.shape[0]
         outputs = template.num_outputs  # type: ignore[attr-defined]
-        like = getattr(template, field)
-        p, t = pair(template, preds, target, like, "flat" if outputs == 1 else "outputs", finite=False)
-        err = (p - t).square() if squared else (p - t).abs()
-        rows = ids.shape[0]
+        p, t = pair(template, preds, target, getattr(template, field), "flat" if outputs == 1 else "outputs",
+                    finite=False)
+        err = _SQUARED_ERROR(p, t, 0) if squared else (p - t).abs()  # (M,) flat, or (rows, outputs)
+        each = 1  # entries per row, as the metric counts them
         if outputs == 1:
-            if err.shape[0] % max(rows, 1):
-                return None
-            per_row = err.reshape(rows, -1).sum(1, keepdim=True)  # (rows, 1), like the (1,) state
-            each = err.shape[0] // rows
-        else:
-            per_row, each = err, 1
-        check_result(template, per_row.sum(0), (("preds", p), ("target", t)))
+            if err.shape[0] != rows:  # inputs of any shape, flattened: sum each row's entries
+                if err.shape[0] % max(rows, 1):
+                    return None
+                each = err.shape[0] // rows
+                err = err.view(rows, each).sum(1)
+        state = getattr(stacked, field)
+        sums = _group_sums(state, ids, err)  # (groups, outputs)
+        check_result(template, sums.sum(), (("preds", p), ("target", t)))
         total = stacked.total  # type: ignore[attr-defined]
-        return stacked.replace(**{
-            field: getattr(stacked, field).index_add(0, ids, per_row),
-            "total": total.index_add(0, ids, torch.full((rows,), each, dtype=total.dtype, device=total.device)),
-        })
+        return stacked.replace(**{field: state + sums, "total": total + (g.sizes if each == 1 else g.sizes * each)})
 
     return hook
 

@@ -124,19 +124,26 @@ def is_rows(x: Any) -> bool:
 
 def check_rows(owner: Metric, n: int, arg: str, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
     """Every per-sample argument has ``n`` entries (the length of ``arg``), and at least one exists."""
-    where = f"{type(owner).__name__}.update"
-    named = [(f"argument {i}", a) for i, a in enumerate(args)] + list(kwargs.items())
     found = False
-    for name, x in named:
-        if not is_rows(x):
-            continue
+    for i, x in enumerate((*args, *kwargs.values()) if kwargs else args):  # every update: names only for an error
+        if isinstance(x, torch.Tensor):
+            if x.ndim == 0:
+                continue
+            length = x.shape[0]
+        elif isinstance(x, (list, tuple)):
+            length = len(x)
+        else:
+            continue  # not per-sample (as ``is_rows`` sees it)
         found = True
-        length = x.shape[0] if isinstance(x, torch.Tensor) else len(x)
         if length != n:
-            raise ValueError(f"{where}: `{arg}` has {n} entries but {name} has {length} along dim 0")
+            name = f"argument {i}" if i < len(args) else list(kwargs)[i - len(args)]
+            raise ValueError(
+                f"{type(owner).__name__}.update: `{arg}` has {n} entries but {name} has {length} along dim 0"
+            )
     if not found:
         raise ValueError(
-            f"{where}: no argument has one row per sample (a tensor of dim >= 1 or a list) to go with `{arg}`"
+            f"{type(owner).__name__}.update: no argument has one row per sample (a tensor of dim >= 1 or a list) "
+            f"to go with `{arg}`"
         )
 
 
@@ -355,7 +362,10 @@ def register_sliced_update(cls: type[Metric]) -> Callable[[SlicedUpdate], Sliced
 def hook_for(m: Metric) -> SlicedUpdate | None:
     """The vectorised update registered for ``type(m)`` or a base whose ``update`` it inherits."""
     cls = type(m)
-    for base in cls.__mro__:
+    hook = _HOOKS.get(cls)
+    if hook is not None:  # registered for the class itself (the common case, looked up on every update)
+        return hook
+    for base in cls.__mro__[1:]:
         hook = _HOOKS.get(base)
         if hook is not None:
             return hook if getattr(cls, "update") is getattr(base, "update") else None  # noqa: B009
@@ -379,7 +389,7 @@ def _call_hook(
 ) -> Any:
     """The hook's result; ``None`` when the arguments do not fit its signature (the metric's update then says why)."""
     positional, names, open_ended = _accepts(hook)
-    if not open_ended and (len(args) > positional or not names.issuperset(kwargs)):
+    if not open_ended and (len(args) > positional or (kwargs and not names.issuperset(kwargs))):
         return None
     return hook(stacked, template, groups, *args, **kwargs)
 
