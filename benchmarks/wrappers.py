@@ -8,6 +8,10 @@ binary stat scores. Families: stat scores (binary and 10-class accuracy), mean
 (``Mean``), regression (``MeanSquaredError``). The values are checked equal
 first.
 
+Runtime keys: ``Sliced(Mean(), slices=None)`` fed 100 keys (strings, and ints in a
+tensor) in batches of 1,024, every key already seen (the steady state), against
+the fixed ``Sliced(Mean(), 100)`` fed the same slices as ids.
+
 Collectives: one ``compute()`` of ``Sliced(metric, 1000)`` against the metric
 alone, counted with a counting communicator in ``sm.simulate`` (world 2); and
 one ``compute()`` of ``BootStrapper(MeanSquaredError(), num_bootstraps=100)``
@@ -145,6 +149,35 @@ def update_rows(args: Any) -> list[dict[str, Any]]:
                              "x_unsliced": _common.ratio(t["median_us"], base)})
             print(f"  {name}, {n} slices: done", flush=True)
     return rows
+
+
+KEYS = 100
+
+
+def keyed_rows(args: Any) -> list[dict[str, Any]]:
+    """``Sliced(Mean(), slices=None)`` against ``Sliced(Mean(), 100)``: the cost of looking keys up."""
+    import scopedmetrics as sm
+    from scopedmetrics.wrappers import Sliced
+
+    x = _inputs()["x"]
+    ids = torch.randint(0, KEYS, (BATCH,), generator=torch.Generator().manual_seed(KEYS))
+    names = [f"lang{i:02d}" for i in range(KEYS)]
+    keys = [names[i] for i in ids.tolist()]
+    fixed = Sliced(sm.Mean(), names)
+    keyed = Sliced(sm.Mean()).update(x, slice_keys=keys)  # every key seen once: the steady state
+    keyed_int = Sliced(sm.Mean()).update(x, slice_keys=ids)
+    want = fixed.update(x, slice_ids=ids).compute()
+    _check(keyed.compute(), want, "Sliced(slices=None), str keys")
+    _check({names[k]: v for k, v in keyed_int.compute().items()}, want, "Sliced(slices=None), int tensor keys")
+    fns: dict[str, Callable[[], Any]] = {
+        f"Sliced(slices={KEYS})": lambda: fixed.update(x, slice_ids=ids),
+        "Sliced(slices=None), str keys": lambda: keyed.update(x, slice_keys=keys),
+        "Sliced(slices=None), int tensor keys": lambda: keyed_int.update(x, slice_keys=ids),
+    }
+    timed = _timed(fns, 150 // (3 if args.quick else 1), args.repeat)
+    base = timed[f"Sliced(slices={KEYS})"]["median_us"]
+    return [{"metric": "Mean", "keys": KEYS, "impl": impl, **t, "x_fixed": _common.ratio(t["median_us"], base)}
+            for impl, t in timed.items()]
 
 
 # -- collectives -----------------------------------------------------------------------------------
@@ -290,6 +323,12 @@ def main() -> None:
     body = [[r["metric"], r["slices"], r["impl"], r["median_us"], r["x_unsliced"]] for r in updates]
     print(_common.table(["metric", "slices", "implementation", "median µs / update", "x unsliced sm"], body,
                         digits=[0, 0, 0, 1, 2]))
+    keyed = keyed_rows(args) if not args.only or args.only in "Mean" else []
+    if keyed:
+        print()
+        print(_common.table(["metric", "keys", "implementation", "median µs / update", "x fixed slices"],
+                            [[r["metric"], r["keys"], r["impl"], r["median_us"], r["x_fixed"]] for r in keyed],
+                            digits=[0, 0, 0, 1, 2]))
     sliced = sliced_collectives()
     print()
     print(_common.table(
@@ -309,6 +348,7 @@ def main() -> None:
         "config": {"batch": BATCH, "slices": SLICES, "classes": C, "bootstraps": BOOTSTRAPS, "repeat": args.repeat,
                    "quick": args.quick},
         "updates": updates,
+        "keyed_updates": keyed,
         "sliced_collectives": sliced,
         "bootstrap_collectives": boot,
     }, args)

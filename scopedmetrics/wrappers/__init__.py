@@ -13,6 +13,7 @@ from scopedmetrics.wrappers._groups import register_sliced_update as register_sl
 from scopedmetrics.wrappers.bootstrap import BootStrapper as BootStrapper
 from scopedmetrics.wrappers.classwise import ClasswiseWrapper as ClasswiseWrapper
 from scopedmetrics.wrappers.classwise import MultitaskWrapper as MultitaskWrapper
+from scopedmetrics.wrappers.keyed import KeyedSliced as KeyedSliced
 from scopedmetrics.wrappers.running import MultioutputWrapper as MultioutputWrapper
 from scopedmetrics.wrappers.running import Running as Running
 from scopedmetrics.wrappers.sliced import Sliced as Sliced
@@ -22,6 +23,7 @@ from scopedmetrics.wrappers.tracker import MinMaxMetric as MinMaxMetric
 __all__ = [
     "BootStrapper",
     "ClasswiseWrapper",
+    "KeyedSliced",
     "MetricTracker",
     "MinMaxMetric",
     "MultioutputWrapper",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -15,7 +16,9 @@ class Sliced(Metric):
     """The wrapped metric per data slice: ``compute()`` is ``{slice: value}`` for every slice that saw a sample.
 
     ``slices`` is a number of slices (named ``0 .. n-1``) or a sequence of
-    names (strings or ints). ``update(*args, slice_ids=ids, **kwargs)`` takes
+    names (strings or ints); ``None`` (the default) names the slices by keys
+    found in the data at run time (``KeyedSliced``: ``update(*args,
+    slice_keys=keys, **kwargs)``). ``update(*args, slice_ids=ids, **kwargs)`` takes
     what the wrapped metric takes plus ``ids``, an integer tensor with one
     slice index per sample (an index into ``slices``). Per-slice sample counts
     are a ``sum`` state, so which slices appear is decided after the
@@ -42,10 +45,20 @@ class Sliced(Metric):
     """
 
     metric: Metric = static()
-    slices: Any = static()
+    slices: Any = static(default=None)
     counts: torch.Tensor = state("sum", init=lambda m: torch.zeros(len(m.names), dtype=torch.long))
     # the op is never used: every leaf below belongs to a nested metric, which brings its own ops
     per_slice: Any = state("sum", init=lambda m: groups_of(m.metric, len(m.names)))
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Sliced:
+        """``Sliced(metric)`` or ``Sliced(metric, slices=None)`` builds a ``KeyedSliced`` (slices found at run time)."""
+        if cls is Sliced and (args or kwargs):  # without arguments: unpickling, which builds the class it names
+            slices = kwargs["slices"] if "slices" in kwargs else args[1] if len(args) > 1 else None
+            if slices is None:
+                from scopedmetrics.wrappers.keyed import KeyedSliced
+
+                return object.__new__(KeyedSliced)  # Python then runs KeyedSliced's __init__ with these arguments
+        return object.__new__(cls)
 
     def __post_init__(self) -> None:
         check_template(self)
@@ -75,6 +88,9 @@ class Sliced(Metric):
 
     def update(self, *args: Any, slice_ids: Any, **kwargs: Any) -> Sliced:
         """Fold a batch in, each sample into the slice ``slice_ids`` names; the rest goes to the wrapped metric."""
+        if "slice_keys" in kwargs:
+            raise TypeError("Sliced.update: argument `slice_keys` is for slices found at run time "
+                            "(Sliced(metric, slices=None)); these slices are fixed: pass slice_ids=ids")
         n = self.counts.shape[0]
         ids, sizes = group_sizes(self, "slice_ids", slice_ids, n)
         check_rows(self, ids.shape[0], "slice_ids", args, kwargs)
@@ -105,3 +121,12 @@ class Sliced(Metric):
         except ValueError:
             raise KeyError(f"Sliced: no slice named {name!r}; the slices are {list(self.names)[:10]}") from None
         return group(self.per_slice, k)
+
+
+def constructor_signature(cls: type[Metric]) -> inspect.Signature:
+    """``cls``'s constructor as its ``__init__`` takes it (``inspect`` would read ``Sliced.__new__``'s ``*args``)."""
+    sig = inspect.signature(cls.__init__)
+    return sig.replace(parameters=list(sig.parameters.values())[1:])
+
+
+Sliced.__signature__ = constructor_signature(Sliced)  # type: ignore[attr-defined]
