@@ -8,7 +8,7 @@ value per row in a ``cat`` state.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -16,6 +16,8 @@ from scopedmetrics.metric import Metric
 from scopedmetrics.regression._inputs import check_bool, check_choice, pair, where
 from scopedmetrics.regression.similarity import REDUCTIONS, reduce_rows
 from scopedmetrics.state import append, state, static
+
+_D = TypeVar("_D", bound="_Divergence")
 
 
 def check_distributions(owner: Metric, p: torch.Tensor, q: torch.Tensor) -> None:
@@ -44,7 +46,45 @@ def _kl_terms(p: torch.Tensor, q: torch.Tensor, log_prob: bool) -> torch.Tensor:
     return torch.where(p > 0, p * (p / q).log(), zero).sum(1)
 
 
-class KLDivergence(Metric):
+class _Divergence(Metric):
+    """A divergence of each row of ``p`` from the same row of ``q`` (``_rows``), then reduced as ``reduction`` says."""
+
+    log_prob: bool = static(default=False)
+    reduction: str | None = static(default="mean")
+    validate_args: bool = static(default=True)
+    sum_divergence: torch.Tensor = state("sum", default=0.0)
+    total: torch.Tensor = state("sum", default=0)
+    divergence: torch.Tensor = state("cat", default=torch.empty(0))
+
+    def __post_init__(self) -> None:
+        check_bool(self, "log_prob")
+        check_choice(self, "reduction", REDUCTIONS)
+        check_bool(self, "validate_args")
+
+    def _rows(self, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """Each row's divergence of checked ``(N, D)`` inputs."""
+        raise NotImplementedError
+
+    def update(self: _D, p: Any, q: Any) -> _D:
+        """Fold in one batch of distributions ``p`` and ``q``; ``self`` is unchanged."""
+        p, q = pair(self, p, q, self.sum_divergence, "rows", names=("p", "q"), finite=False)
+        if self.validate_args:
+            check_distributions(self, p, q)
+        rows = self._rows(p, q)
+        if self.reduction in ("none", None):
+            return self.replace(divergence=append(self.divergence, rows), total=self.total + rows.shape[0])
+        return self.replace(sum_divergence=self.sum_divergence + rows.sum(), total=self.total + rows.shape[0])
+
+    def compute(self) -> torch.Tensor:
+        """Reduce the per-row divergences as ``reduction`` says."""
+        return reduce_rows(self, self.sum_divergence, self.divergence)
+
+
+def _normalised(x: torch.Tensor) -> torch.Tensor:
+    return x / x.sum(1, keepdim=True)
+
+
+class KLDivergence(_Divergence):
     """KL divergence ``D_KL(p || q)`` of each row of ``p`` from the same row of ``q``, then reduced.
 
     ``p`` and ``q`` have shape ``(N, D)``. With ``log_prob=False`` they are
@@ -66,37 +106,13 @@ class KLDivergence(Metric):
 
     """
 
-    log_prob: bool = static(default=False)
-    reduction: str | None = static(default="mean")
-    validate_args: bool = static(default=True)
-    sum_divergence: torch.Tensor = state("sum", default=0.0)
-    total: torch.Tensor = state("sum", default=0)
-    divergence: torch.Tensor = state("cat", default=torch.empty(0))
-
-    def __post_init__(self) -> None:
-        check_bool(self, "log_prob")
-        check_choice(self, "reduction", REDUCTIONS)
-        check_bool(self, "validate_args")
-
-    def update(self, p: Any, q: Any) -> KLDivergence:
-        """Fold in one batch of distributions ``p`` and ``q``; ``self`` is unchanged."""
-        p, q = pair(self, p, q, self.sum_divergence, "rows", names=("p", "q"), finite=False)
-        if self.validate_args:
-            check_distributions(self, p, q)
+    def _rows(self, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         if not self.log_prob:
-            p = p / p.sum(1, keepdim=True)
-            q = q / q.sum(1, keepdim=True)
-        kl = _kl_terms(p, q, self.log_prob)
-        if self.reduction in ("none", None):
-            return self.replace(divergence=append(self.divergence, kl), total=self.total + kl.shape[0])
-        return self.replace(sum_divergence=self.sum_divergence + kl.sum(), total=self.total + kl.shape[0])
-
-    def compute(self) -> torch.Tensor:
-        """Reduce the per-row divergences as ``reduction`` says."""
-        return reduce_rows(self, self.sum_divergence, self.divergence)
+            p, q = _normalised(p), _normalised(q)
+        return _kl_terms(p, q, self.log_prob)
 
 
-class JensenShannonDivergence(Metric):
+class JensenShannonDivergence(_Divergence):
     """Jensen-Shannon divergence ``(KL(p || m) + KL(q || m)) / 2``, ``m = (p + q) / 2``, of each row, then reduced.
 
     Inputs, ``log_prob`` and ``reduction`` as for :class:`KLDivergence`; the
@@ -115,34 +131,10 @@ class JensenShannonDivergence(Metric):
 
     """
 
-    log_prob: bool = static(default=False)
-    reduction: str | None = static(default="mean")
-    validate_args: bool = static(default=True)
-    sum_divergence: torch.Tensor = state("sum", default=0.0)
-    total: torch.Tensor = state("sum", default=0)
-    divergence: torch.Tensor = state("cat", default=torch.empty(0))
-
-    def __post_init__(self) -> None:
-        check_bool(self, "log_prob")
-        check_choice(self, "reduction", REDUCTIONS)
-        check_bool(self, "validate_args")
-
-    def update(self, p: Any, q: Any) -> JensenShannonDivergence:
-        """Fold in one batch of distributions ``p`` and ``q``; ``self`` is unchanged."""
-        p, q = pair(self, p, q, self.sum_divergence, "rows", names=("p", "q"), finite=False)
-        if self.validate_args:
-            check_distributions(self, p, q)
+    def _rows(self, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
         if self.log_prob:
             m = torch.logaddexp(p, q) - math.log(2.0)
         else:
-            p = p / p.sum(1, keepdim=True)
-            q = q / q.sum(1, keepdim=True)
+            p, q = _normalised(p), _normalised(q)
             m = (p + q) / 2
-        js = (_kl_terms(p, m, self.log_prob) + _kl_terms(q, m, self.log_prob)) / 2
-        if self.reduction in ("none", None):
-            return self.replace(divergence=append(self.divergence, js), total=self.total + js.shape[0])
-        return self.replace(sum_divergence=self.sum_divergence + js.sum(), total=self.total + js.shape[0])
-
-    def compute(self) -> torch.Tensor:
-        """Reduce the per-row divergences as ``reduction`` says."""
-        return reduce_rows(self, self.sum_divergence, self.divergence)
+        return (_kl_terms(p, m, self.log_prob) + _kl_terms(q, m, self.log_prob)) / 2

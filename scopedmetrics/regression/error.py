@@ -9,7 +9,7 @@ samples anywhere the value is NaN (WMAPE: 0, as TorchMetrics).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -24,6 +24,7 @@ from scopedmetrics.regression._inputs import (
 )
 from scopedmetrics.state import state, static
 
+_P = TypeVar("_P", bound="_PercentageError")
 _SQUARED_ERROR = torch.ops.aten.mse_loss.default  # (input, target, reduction): 0 none, 2 sum
 
 
@@ -104,7 +105,35 @@ class MeanAbsoluteError(Metric):
         return per_output(self, self.sum_abs_error / self.total)
 
 
-class MeanAbsolutePercentageError(Metric):
+class _PercentageError(Metric):
+    """A running sum of relative errors (``_errors``) and a count of entries: their ratio after the reduction."""
+
+    validate_args: bool = static(default=True)
+    sum_abs_per_error: torch.Tensor = state("sum", default=0.0)
+    total: torch.Tensor = state("sum", default=0)
+
+    epsilon = 1.17e-06
+
+    def __post_init__(self) -> None:
+        check_bool(self, "validate_args")
+
+    def _errors(self, p: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """Each entry's relative error of checked, flat inputs."""
+        raise NotImplementedError
+
+    def update(self: _P, preds: Any, target: Any) -> _P:
+        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
+        p, t = pair(self, preds, target, self.sum_abs_per_error, "flat", finite=False)
+        err = self._errors(p, t).sum()
+        check_result(self, err, (("preds", p), ("target", t)))
+        return self.replace(sum_abs_per_error=self.sum_abs_per_error + err, total=self.total + p.numel())
+
+    def compute(self) -> torch.Tensor:
+        """Total relative error over total count; NaN with no samples."""
+        return self.sum_abs_per_error / self.total
+
+
+class MeanAbsolutePercentageError(_PercentageError):
     """Mean absolute percentage error, ``mean(|preds - target| / max(|target|, epsilon))``.
 
     As in TorchMetrics, ``|target|`` is clamped below at ``epsilon = 1.17e-06``
@@ -119,28 +148,11 @@ class MeanAbsolutePercentageError(Metric):
 
     """
 
-    validate_args: bool = static(default=True)
-    sum_abs_per_error: torch.Tensor = state("sum", default=0.0)
-    total: torch.Tensor = state("sum", default=0)
-
-    epsilon = 1.17e-06
-
-    def __post_init__(self) -> None:
-        check_bool(self, "validate_args")
-
-    def update(self, preds: Any, target: Any) -> MeanAbsolutePercentageError:
-        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.sum_abs_per_error, "flat", finite=False)
-        err = ((p - t).abs() / t.abs().clamp(min=self.epsilon)).sum()
-        check_result(self, err, (("preds", p), ("target", t)))
-        return self.replace(sum_abs_per_error=self.sum_abs_per_error + err, total=self.total + p.numel())
-
-    def compute(self) -> torch.Tensor:
-        """Total relative error over total count; NaN with no samples."""
-        return self.sum_abs_per_error / self.total
+    def _errors(self, p: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return (p - t).abs() / t.abs().clamp(min=self.epsilon)
 
 
-class SymmetricMeanAbsolutePercentageError(Metric):
+class SymmetricMeanAbsolutePercentageError(_PercentageError):
     """Symmetric MAPE, ``mean(2 |preds - target| / max(|preds| + |target|, epsilon))``.
 
     As in TorchMetrics, the denominator is clamped below at ``epsilon = 1.17e-06``;
@@ -155,25 +167,8 @@ class SymmetricMeanAbsolutePercentageError(Metric):
 
     """
 
-    validate_args: bool = static(default=True)
-    sum_abs_per_error: torch.Tensor = state("sum", default=0.0)
-    total: torch.Tensor = state("sum", default=0)
-
-    epsilon = 1.17e-06
-
-    def __post_init__(self) -> None:
-        check_bool(self, "validate_args")
-
-    def update(self, preds: Any, target: Any) -> SymmetricMeanAbsolutePercentageError:
-        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.sum_abs_per_error, "flat", finite=False)
-        err = 2 * ((p - t).abs() / (p.abs() + t.abs()).clamp(min=self.epsilon)).sum()
-        check_result(self, err, (("preds", p), ("target", t)))
-        return self.replace(sum_abs_per_error=self.sum_abs_per_error + err, total=self.total + p.numel())
-
-    def compute(self) -> torch.Tensor:
-        """Total symmetric relative error over total count; NaN with no samples."""
-        return self.sum_abs_per_error / self.total
+    def _errors(self, p: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return 2 * ((p - t).abs() / (p.abs() + t.abs()).clamp(min=self.epsilon))
 
 
 class WeightedMeanAbsolutePercentageError(Metric):
