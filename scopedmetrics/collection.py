@@ -14,11 +14,13 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, Literal, NamedTuple, TypeVar, cast, overload
 
 import optree
 
+from scopedmetrics import overlap
 from scopedmetrics.metric import Metric, _is_metric
+from scopedmetrics.overlap import Pending
 from scopedmetrics.reducers import Collective
 from scopedmetrics.rooted import compute_on
 from scopedmetrics.scope import get_reducer
@@ -248,13 +250,25 @@ def _equal(a: Metric, b: Metric) -> bool:
     )
 
 
-def reduce(tree: T) -> T:
+@overload
+def reduce(tree: T, *, async_op: Literal[False] = False) -> T: ...
+@overload
+def reduce(tree: T, *, async_op: Literal[True]) -> Pending[T]: ...
+def reduce(tree: T, *, async_op: bool = False) -> T | Pending[T]:
     """Reduce every metric in a pytree (dict, list, tuple, nesting) in one bucketed pass.
+
+    ``async_op=True`` returns at once with a handle whose ``wait()`` gives the
+    reduced tree: the reduction runs on a thread over a second backend of the
+    same ranks, so training steps (and their collectives) go on meanwhile.
+    Every rank starts the same reductions in the same order, as for a blocking
+    one; the values are the same bit for bit.
 
     Examples:
         >>> import scopedmetrics as sm, torch
         >>> out = sm.reduce({"a": sm.Sum().update(torch.ones(2)), "b": [sm.Max()]})
         >>> out["a"].compute()
+        tensor(2.)
+        >>> sm.reduce(sm.Sum().update(torch.ones(2)), async_op=True).wait().compute()
         tensor(2.)
     """
     paths, metrics, spec = optree.tree_flatten_with_path(tree, is_leaf=_is_metric)  # type: ignore[arg-type]
@@ -262,7 +276,13 @@ def reduce(tree: T) -> T:
         if not _is_metric(m):
             raise TypeError(f"sm.reduce: leaf at {'.'.join(map(str, p))!r} is {type(m).__name__}, not a Metric")
     names = [".".join(map(str, p)) for p in paths]
-    return cast(T, optree.tree_unflatten(spec, reduce_metrics(metrics, names, get_reducer())))
+
+    def build(reduced: list[Metric]) -> T:
+        return cast(T, optree.tree_unflatten(spec, reduced))
+
+    if async_op:
+        return overlap.start(metrics, names, get_reducer(), build)
+    return build(reduce_metrics(metrics, names, get_reducer()))
 
 
 def compute(tree: Any, *, root: int | None = None) -> Any:

@@ -65,6 +65,17 @@ class Comm(ABC):
         """A name of this group equal on every member (``None``: cannot tell; ``subgroup`` then caches nothing)."""
         return None
 
+    def channel(self) -> Comm:
+        """The same members over a backend of their own, for reductions run beside this group's collectives.
+
+        A collective call: every member calls it at the same point (the first
+        ``sm.reduce(..., async_op=True)``); later calls return the cached channel.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} offers no second channel, so sm.reduce(async_op=True) cannot run beside it; "
+            "reduce without async_op"
+        )
+
     def arrive(self) -> None:  # noqa: B027 - optional hook; in-memory worlds know who is missing
         """Note that this rank begins its next reduction, so a failure can name who never came."""
 
@@ -86,8 +97,8 @@ _REDUCE_OPS = {
     "min": dist.ReduceOp.MIN,
     "prod": dist.ReduceOp.PRODUCT,
 }
-_GROUPS: dict[tuple[Any, tuple[int, ...]], Any] = {}
-_ARRIVALS: dict[tuple[int, ...], int] = {}  # group's global ranks -> reductions this process began
+_GROUPS: dict[tuple[Any, tuple[int, ...], str], Any] = {}  # (store, global ranks, tag) -> backend
+_ARRIVALS: dict[str, int] = {}  # group's arrival key -> reductions this process began
 _SLOW = 0.2  # seconds a wait lasts before this rank writes its arrival to the store
 _WAITING: dict[int, tuple[float, TorchComm]] = {}  # thread -> (when its current wait began, over which group)
 _WATCH: list[threading.Thread] = []
@@ -145,6 +156,9 @@ def _latest(log: str) -> dict[int, int]:
 class TorchComm(Comm):
     """Collectives over a ``torch.distributed`` process group (gloo, NCCL, ...)."""
 
+    tag = ""
+    """Names a second backend over the same ranks (``"overlap"``: a ``channel``); empty for the group itself."""
+
     def __init__(self, group: Any = None, timeout: float | None = None) -> None:
         self._group = group
         self.timeout = timeout
@@ -190,23 +204,24 @@ class TorchComm(Comm):
         return self._ranks[1]
 
     def ident(self) -> Hashable:
-        return ("torch", self._members())
+        store = dist.distributed_c10d._get_default_store()  # a new process group is another group
+        return ("torch", id(store), self._members(), self.tag)
 
     def _arrival_key(self, members: tuple[int, ...]) -> str:
         """The group's arrival log: one store key, appended ``"rank:count,"`` by each rank that waits long."""
         digest = hashlib.blake2b(",".join(map(str, members)).encode(), digest_size=12).hexdigest()
-        return f"scopedmetrics/arrived/{digest}"
+        return f"scopedmetrics/arrived/{self.tag}{digest}"
 
     def arrive(self) -> None:
-        members = self._members()
-        _ARRIVALS[members] = _ARRIVALS.get(members, 0) + 1
+        key = self._arrival_key(self._members())
+        _ARRIVALS[key] = _ARRIVALS.get(key, 0) + 1
 
     def _announce(self) -> None:
         """Write how many reductions over this group this rank began, for ``_absent`` on the others."""
         try:
             members = self._members()
             store = dist.distributed_c10d._get_default_store()
-            entry = f"{dist.get_rank()}:{_ARRIVALS.get(members, 0)},"
+            entry = f"{dist.get_rank()}:{_ARRIVALS.get(self._arrival_key(members), 0)},"
             store.append(self._arrival_key(members), entry)  # type: ignore[attr-defined]  # missing from the stub
         except Exception:  # noqa: BLE001, S110 - best effort: the store may be gone with the rank that hosted it
             pass
@@ -222,10 +237,10 @@ class TorchComm(Comm):
         self._announce()
         try:
             members = self._members()
-            mine = _ARRIVALS.get(members, 0)
+            key = self._arrival_key(members)
+            mine = _ARRIVALS.get(key, 0)
             store = dist.distributed_c10d._get_default_store()
             deadline, stable_since, behind = time.monotonic() + grace, time.monotonic(), None
-            key = self._arrival_key(members)
             while True:
                 seen = _latest(store.get(key).decode()) if store.check([key]) else {}
                 now = [g for g, r in enumerate(members) if seen.get(r, 0) < mine]
@@ -301,25 +316,31 @@ class TorchComm(Comm):
         serves reducers of any timeout, and one without a timeout waits as
         long as the process group would.
         """
-        ranks = self.global_ranks(members)
+        return self._over(self.global_ranks(members), "")
+
+    def channel(self) -> SplitComm:
+        """A backend of the group's ranks named ``overlap``, cached like a split."""
+        return self._over(self._members(), "overlap")
+
+    def _over(self, ranks: tuple[int, ...], tag: str) -> SplitComm:
         store = dist.distributed_c10d._get_default_store()
-        key = (id(store), ranks)
+        key = (id(store), ranks, tag)
         if key not in _GROUPS:
-            _GROUPS[key] = _new_backend(self.backend, store, ranks, self.backend_timeout())
-        return SplitComm(_GROUPS[key], ranks, self.backend, self.timeout)
+            _GROUPS[key] = _new_backend(self.backend, store, ranks, self.backend_timeout(), tag)
+        return SplitComm(_GROUPS[key], ranks, self.backend, self.timeout, tag)
 
     def __repr__(self) -> str:
         return "distributed()" if self._group is None else f"distributed(group={self._group!r})"
 
 
-def _new_backend(backend: str, store: Any, ranks: tuple[int, ...], wait: timedelta) -> Any:
+def _new_backend(backend: str, store: Any, ranks: tuple[int, ...], wait: timedelta, tag: str) -> Any:
     """A process-group backend over ``ranks``, created by those ranks alone.
 
     ``dist.new_group(..., use_local_synchronization=True)`` names groups by how
     many groups each process made before, which differs between ranks after
     unequal splits and then hangs; a store prefix named by the ranks does not.
     """
-    name = f"scopedmetrics/{'_'.join(map(str, ranks))}/"
+    name = f"scopedmetrics/{tag}{'_'.join(map(str, ranks))}/"
     prefix = dist.PrefixStore(name, store)  # type: ignore[attr-defined]  # public, missing from the stub
     rank = ranks.index(dist.get_rank())
     if backend == "gloo":
@@ -334,9 +355,9 @@ def _new_backend(backend: str, store: Any, ranks: tuple[int, ...], wait: timedel
 class SplitComm(TorchComm):
     """Collectives over a backend made by ``subgroup`` for a set of global ranks."""
 
-    def __init__(self, pg: Any, ranks: tuple[int, ...], backend: str, timeout: float | None) -> None:
+    def __init__(self, pg: Any, ranks: tuple[int, ...], backend: str, timeout: float | None, tag: str = "") -> None:
         super().__init__(None, timeout)
-        self.pg, self.ranks, self._backend = pg, ranks, backend
+        self.pg, self.ranks, self._backend, self.tag = pg, ranks, backend, tag
 
     @property
     def rank(self) -> int:  # type: ignore[override]
@@ -386,4 +407,4 @@ class SplitComm(TorchComm):
         return tensor
 
     def __repr__(self) -> str:
-        return f"subgroup(ranks={list(self.ranks)})"
+        return f"subgroup(ranks={list(self.ranks)}{', ' + self.tag if self.tag else ''})"

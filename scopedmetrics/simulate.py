@@ -46,7 +46,7 @@ class _World:
         self.root = root or self
         self.cond = threading.Condition()
         self.box = _Box()
-        self.subworlds: dict[tuple[int, ...], _World] = {}
+        self.subworlds: dict[tuple[str, tuple[int, ...]], _World] = {}
         self.serial = next(_SERIALS)  # a name no later world reuses (``id`` may be)
         if root is None:
             self.failure: str | None = None
@@ -99,13 +99,13 @@ class _World:
                 self.cond.wait(left)
             return box
 
-    def sub(self, members: tuple[int, ...]) -> _World:
-        """The (cached) world of ``members``, shared by all of them."""
+    def sub(self, members: tuple[int, ...], tag: str = "") -> _World:
+        """The (cached) world of ``members``, shared by all of them; another ``tag``, another rendezvous."""
         with self.cond:
-            world = self.subworlds.get(members)
+            world = self.subworlds.get((tag, members))
             if world is None:
                 world = _World(len(members), self.timeout, self.root)
-                self.subworlds[members] = world
+                self.subworlds[tag, members] = world
                 self.root.worlds.append(world)  # list.append is atomic; fail() iterates a copy
             return world
 
@@ -156,6 +156,9 @@ class ThreadComm(Comm):
 
     def subcomm(self, members: list[int]) -> ThreadComm:
         return ThreadComm(self.world.sub(tuple(members)), members.index(self.rank))
+
+    def channel(self) -> ThreadComm:
+        return ThreadComm(self.world.sub(tuple(range(self.size)), "overlap"), self.rank)
 
     def __repr__(self) -> str:
         return f"simulated rank {self.rank} of {self.size}"

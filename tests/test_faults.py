@@ -425,7 +425,7 @@ def split_timeout_case(rank: int) -> tuple[float, float]:
 
     with sm.use_reducer(sm.distributed(timeout=1.0)):  # the first creator is impatient
         split = sm.subgroup("all")
-    backend = next(pg for (_, ranks), pg in _GROUPS.items() if ranks == (0, 1))
+    backend = next(pg for (_, ranks, tag), pg in _GROUPS.items() if ranks == (0, 1) and not tag)
     world = dist.group.WORLD._get_backend(torch.device("cpu")).options._timeout
     assert split.comm.timeout == 1.0
     with sm.use_reducer(sm.distributed(timeout=15.0)):
