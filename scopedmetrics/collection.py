@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal, NamedTuple, TypeVar, cast, overload
 
 import optree
@@ -21,8 +21,8 @@ import optree
 from scopedmetrics import overlap
 from scopedmetrics.metric import Metric, _is_metric
 from scopedmetrics.overlap import Pending
-from scopedmetrics.reducers import Collective
-from scopedmetrics.rooted import compute_on
+from scopedmetrics.reducers import Collective, Reducer
+from scopedmetrics.rooted import check_root, compute_on
 from scopedmetrics.scope import get_reducer
 from scopedmetrics.sync import reduce_metrics
 from scopedmetrics.tree import flatten
@@ -250,6 +250,26 @@ def _equal(a: Metric, b: Metric) -> bool:
     )
 
 
+class _Metrics(NamedTuple):
+    """The metrics of a pytree, their dotted paths and the tree's structure."""
+
+    metrics: list[Metric]
+    names: list[str]
+    spec: Any
+
+    @classmethod
+    def of(cls, tree: Any, who: str) -> _Metrics:
+        paths, metrics, spec = optree.tree_flatten_with_path(tree, is_leaf=_is_metric)
+        for p, m in zip(paths, metrics):
+            if not _is_metric(m):
+                raise TypeError(f"{who}: leaf at {'.'.join(map(str, p))!r} is {type(m).__name__}, not a Metric")
+        return cls(metrics, [".".join(map(str, p)) for p in paths], spec)
+
+    def reduced(self, reducer: Reducer) -> Any:
+        """The tree with every metric reduced by ``reducer``, in one pass."""
+        return optree.tree_unflatten(self.spec, reduce_metrics(self.metrics, self.names, reducer))
+
+
 @overload
 def reduce(tree: T, *, async_op: Literal[False] = False) -> T: ...
 @overload
@@ -271,27 +291,21 @@ def reduce(tree: T, *, async_op: bool = False) -> T | Pending[T]:
         >>> sm.reduce(sm.Sum().update(torch.ones(2)), async_op=True).wait().compute()
         tensor(2.)
     """
-    paths, metrics, spec = optree.tree_flatten_with_path(tree, is_leaf=_is_metric)  # type: ignore[arg-type]
-    for p, m in zip(paths, metrics):
-        if not _is_metric(m):
-            raise TypeError(f"sm.reduce: leaf at {'.'.join(map(str, p))!r} is {type(m).__name__}, not a Metric")
-    names = [".".join(map(str, p)) for p in paths]
-
-    def build(reduced: list[Metric]) -> T:
-        return cast(T, optree.tree_unflatten(spec, reduced))
-
+    parts = _Metrics.of(tree, "sm.reduce")
     if async_op:
-        return overlap.start(metrics, names, get_reducer(), build)
-    return build(reduce_metrics(metrics, names, get_reducer()))
+        return overlap.start(tree, get_reducer(), parts.reduced)
+    return cast(T, parts.reduced(get_reducer()))
 
 
-def compute(tree: Any, *, root: int | None = None) -> Any:
+def compute(tree: Any, *, root: int | None = None, async_op: bool = False) -> Any:
     """Reduce every metric in a pytree together, then compute each; same structure of values.
 
     ``root=r`` computes on rank ``r`` alone and broadcasts the values, so only
     ``r`` ever holds every rank's ``cat`` rows (exact curves, retrieval, mAP);
     the values are the same. Without a ``Collective`` reducer in scope (one
-    process, a plain function) it changes nothing.
+    process, a plain function) it changes nothing. ``async_op=True`` returns a
+    handle whose ``wait()`` gives the values, reduced and computed on a thread
+    as ``sm.reduce(tree, async_op=True)`` reduces.
 
     Examples:
         >>> import scopedmetrics as sm, torch
@@ -301,6 +315,11 @@ def compute(tree: Any, *, root: int | None = None) -> Any:
         [tensor([0, 1]), tensor([0, 1])]
     """
     reducer = get_reducer()
+    parts = _Metrics.of(tree, "sm.compute")
+    run: Callable[[Reducer], Any]
     if root is not None and isinstance(reducer, Collective):
-        return compute_on(tree, root, reducer)
-    return optree.tree_map(lambda m: m.compute(), reduce(tree), is_leaf=_is_metric)
+        check_root(root, reducer.size)
+        run = lambda r: compute_on(tree, root, cast(Collective, r))  # noqa: E731 - a channel, or reducer itself
+    else:
+        run = lambda r: optree.tree_map(lambda m: m.compute(), parts.reduced(r), is_leaf=_is_metric)  # noqa: E731
+    return overlap.start(tree, reducer, run) if async_op else run(reducer)

@@ -12,18 +12,14 @@ time, in the order they were started, which is then the same on every rank.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar, cast
 
+import optree
 import torch
 
-from scopedmetrics import tree
 from scopedmetrics.exchange import Leaf, collective_reduce
 from scopedmetrics.reducers import Collective, Reducer
-from scopedmetrics.sync import reduce_metrics
-
-if TYPE_CHECKING:
-    from scopedmetrics.metric import Metric
 
 T = TypeVar("T")
 
@@ -33,12 +29,11 @@ _LAST: dict[tuple[Hashable, int], Pending[Any]] = {}  # (channel, rank) -> its l
 
 
 class Pending(Generic[T]):
-    """A reduction under way; ``wait()`` gives the reduced tree (or raises what the reduction raised)."""
+    """A reduction under way; ``wait()`` gives its result (or raises what the reduction raised)."""
 
-    def __init__(self, build: Callable[[list[Metric]], T]) -> None:
-        self._build = build
+    def __init__(self) -> None:
         self._done = threading.Event()
-        self._value: list[Metric] = []
+        self._value: T | None = None
         self._error: BaseException | None = None
 
     def done(self) -> bool:
@@ -46,13 +41,13 @@ class Pending(Generic[T]):
         return self._done.is_set()
 
     def wait(self) -> T:
-        """The reduced tree, once every rank's part has arrived; a failure is raised here, on every rank."""
+        """The result, once every rank's part has arrived; a failure is raised here, on every rank."""
         self._done.wait()
         if self._error is not None:
             raise self._error
-        return self._build(self._value)
+        return cast(T, self._value)
 
-    def _run(self, work: Callable[[], list[Metric]]) -> None:
+    def _run(self, work: Callable[[], T]) -> None:
         try:
             self._value = work()
         except BaseException as err:  # noqa: BLE001 - handed to whoever waits
@@ -64,36 +59,35 @@ class Pending(Generic[T]):
         return f"Pending({'done' if self.done() else 'running'})"
 
 
-def start(metrics: Sequence[Metric], names: Sequence[str], reducer: Reducer,
-          build: Callable[[list[Metric]], T]) -> Pending[T]:
-    """Begin reducing ``metrics``; ``build`` turns the reduced metrics into what ``wait()`` returns.
+def start(tree: Any, reducer: Reducer, run: Callable[[Reducer], T]) -> Pending[T]:
+    """Begin ``run(channel reducer)`` on a worker thread; ``tree`` holds the metrics it reads.
 
     Without a ``Collective`` reducer (one process, or a plain function, which
-    may run collectives of its own on the caller's group) the reduction runs
-    here and the handle is already done.
+    may run collectives of its own on the caller's group) ``run(reducer)``
+    runs here and the handle is already done.
     """
-    pending: Pending[T] = Pending(build)
+    pending: Pending[T] = Pending()
     if not isinstance(reducer, Collective):
-        pending._run(lambda: reduce_metrics(metrics, names, reducer))
+        pending._run(lambda: run(reducer))
         return pending
     channel = _channel(reducer)
-    on_stream = _on_callers_stream(metrics)
+    on_stream = _on_callers_stream(tree)
     key = (channel.comm.ident() or id(channel.comm), channel.rank)  # simulated ranks share the process
     with _LOCK:
         before, _LAST[key] = _LAST.get(key), pending
 
-    def work() -> list[Metric]:
+    def work() -> T:
         if before is not None:
             before._done.wait()
-        return on_stream(lambda: reduce_metrics(metrics, names, channel))
+        return on_stream(lambda: run(channel))
 
-    def run() -> None:
+    def thread() -> None:
         pending._run(work)
         with _LOCK:
             if _LAST.get(key) is pending:
                 del _LAST[key]
 
-    threading.Thread(target=run, name="sm-reduce", daemon=False).start()
+    threading.Thread(target=thread, name="sm-reduce", daemon=False).start()
     return pending
 
 
@@ -113,20 +107,20 @@ def _channel(reducer: Collective) -> Collective:
     return Collective(reducer.comm.channel())
 
 
-def _on_callers_stream(metrics: Sequence[Metric]) -> Callable[[Callable[[], list[Metric]]], list[Metric]]:
+def _on_callers_stream(tree: Any) -> Callable[[Callable[[], T]], T]:
     """How the worker runs a reduction of CUDA states written on the caller's stream: after them, and finished.
 
     The worker takes the caller's device, waits for an event recorded now on
     the caller's current stream, and synchronizes its own stream before
     handing the results over, so the caller reads complete tensors.
     """
-    if not any(t.is_cuda for m in metrics for t in tree.leaves(m)):
+    if not any(isinstance(t, torch.Tensor) and t.is_cuda for t in optree.tree_leaves(tree)):
         return lambda reduce: reduce()
     device = torch.cuda.current_device()
     event = torch.cuda.Event()  # type: ignore[no-untyped-call]  # untyped in the stub
     event.record()
 
-    def run(reduce: Callable[[], list[Metric]]) -> list[Metric]:
+    def run(reduce: Callable[[], T]) -> T:
         torch.cuda.set_device(device)
         torch.cuda.current_stream().wait_event(event)
         out = reduce()

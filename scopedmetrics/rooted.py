@@ -32,11 +32,16 @@ from scopedmetrics.state import is_empty_cat
 from scopedmetrics.sync import Units
 
 
+def check_root(root: Any, size: int) -> None:
+    """Refuse a ``root`` that is not a rank of a group of ``size``."""
+    if not isinstance(root, int) or isinstance(root, bool) or not 0 <= root < size:
+        raise ValueError(f"sm.compute: argument `root` must be a rank in [0, {size}), got {root!r}")
+
+
 def compute_on(values_of: Any, root: int, reducer: Collective) -> Any:
     """Reduce the metrics of pytree ``values_of`` onto ``root``, compute there, and broadcast the values."""
     comm = reducer.comm
-    if not isinstance(root, int) or isinstance(root, bool) or not 0 <= root < comm.size:
-        raise ValueError(f"sm.compute: argument `root` must be a rank in [0, {comm.size}), got {root!r}")
+    check_root(root, comm.size)
     paths, metrics, spec = optree.tree_flatten_with_path(values_of, is_leaf=_is_metric)
     plan = Units.of(metrics, [".".join(map(str, p)) for p in paths])
     leaves = [u for u in plan.units if isinstance(u, Leaf)]

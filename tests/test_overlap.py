@@ -155,3 +155,21 @@ def test_a_rank_that_never_starts_is_named_by_wait(world: Any) -> None:
     (ok, err), (ok1, _) = world.results(absent_case, 2, timeout=3.0 if world.kind == "simulate" else 30.0)
     assert ok1 and not ok and isinstance(err, sm.SyncError), err
     assert "[1]" in str(err), err
+
+
+def compute_case(rank: int, size: int, seed: int) -> list[bool]:
+    tree = _metrics(rank, size, seed)
+    pending = [sm.compute(tree, async_op=True), sm.compute(tree, root=size - 1, async_op=True)]
+    _beside(rank)
+    blocking = sm.compute(tree)
+    return [_equal(p.wait(), blocking) for p in pending]
+
+
+@pytest.mark.parametrize(("size", "seed"), [(2, 4), (3, 5)])
+def test_compute_with_async_op_gives_the_values_of_compute(world: Any, size: int, seed: int) -> None:
+    assert world.run(compute_case, size, size, seed) == [[True, True]] * size
+
+
+def test_a_bad_root_is_refused_at_the_call() -> None:
+    with pytest.raises(ValueError, match="argument `root` must be a rank in"):
+        sm.simulate(lambda r: sm.compute(sm.Cat(), root=5, async_op=True), 2)
