@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from scopedmetrics import tree, wire
+from scopedmetrics._kernels import folds
 from scopedmetrics.comm import Comm
 from scopedmetrics.errors import SyncError
 
@@ -390,8 +391,12 @@ def _join_rows(
             out[i] = _join_cat(units[i].path, rows, meta[:, j], starts[:, j], full).to(units[i].tensor.device)
     if not merges:
         return []
-    ends = (padded.sum(1) + (at + 8 * _META * k)).tolist()
-    packs = [wire.unpack(rows[r, e:]) for r, e in enumerate(ends)]  # merge states: peer by peer
+    ends = padded.sum(1) + (at + 8 * _META * k)
+    if p >= folds.TREE_MIN and all(type(u.metric)._merge_stacks for u in merges):
+        stacked = _stacked_merges(rows, ends, merges, mine)
+        if stacked is not None:
+            return [stacked_fold(s, u.path) for s, u in zip(stacked, merges)]
+    packs = [wire.unpack(rows[r, e:]) for r, e in enumerate(ends.tolist())]  # merge states: peer by peer
     merged, offset = [], 0
     for u, ms in zip(merges, mine):
         spec = tree.structure(u.metric)
@@ -399,6 +404,34 @@ def _join_rows(
         merged.append(fold(states, u.path))
         offset += len(ms)
     return merged
+
+
+def _stacked_merges(
+    rows: torch.Tensor, ends: torch.Tensor, merges: list[Merge], mine: list[list[torch.Tensor]]
+) -> list[Metric] | None:
+    """Every rank's merge states, stacked leaf by leaf along a new dim 0, read by one indexing operation.
+
+    Only when every rank's merge block has this rank's header (the same dtypes
+    and shapes, so the same layout); ``None`` otherwise, and the states are
+    then read peer by peer.
+    """
+    packed = wire.pack([x for ms in mine for x in ms], rows.device)
+    head = 8 * (int(packed[:8].cpu().view(torch.int64).item()) + 1)
+    starts = ends.to(rows.device) + torch.arange(rows.shape[0], device=rows.device) * rows.shape[1]
+    if int(ends.max()) + packed.numel() > rows.shape[1]:
+        return None  # some rank's block is shorter than this one's: other shapes
+    block = rows.reshape(-1)[starts[:, None] + torch.arange(packed.numel(), device=rows.device)]
+    if not bool((block[:, :head] == packed[:head]).all()):
+        return None
+    pieces = iter(wire.layout(packed))
+    out = []
+    for u, ms in zip(merges, mine):
+        leaves = []
+        for x in ms:
+            dtype, shape, pos, nbytes = next(pieces)
+            leaves.append(block[:, pos : pos + nbytes].contiguous().view(dtype).reshape(-1, *shape).to(x.device))
+        out.append(tree.unflatten(tree.structure(u.metric), leaves))
+    return out
 
 
 def _join_cat(
@@ -446,7 +479,17 @@ def _pad(n: int) -> int:
 
 
 def fold(states: list[Metric], path: str = "") -> Metric:
-    """Merge every participant's state in rank order; a refused merge is a disagreement."""
+    """Merge every participant's state: in rank order, or as a pairwise tree for a class whose merge stacks.
+
+    The tree (``_kernels.folds``, from ``TREE_MIN`` states) takes
+    ``ceil(log2 P)`` merges instead of ``P - 1``; the grouping is fixed by P
+    alone, so every rank (and every path: everywhere, on one root, a plain
+    reducer) gets the same bits. A refused merge is a disagreement.
+    """
+    if len(states) >= folds.TREE_MIN and type(states[0])._merge_stacks:
+        stacked = folds.stack(states)
+        if stacked is not None:
+            return stacked_fold(stacked, path)
     acc = states[0]
     for r, s in enumerate(states[1:], start=1):
         try:
@@ -456,6 +499,14 @@ def fold(states: list[Metric], path: str = "") -> Metric:
                 f"participants disagree on merge state {path!r}: rank {r}'s state does not merge ({err})"
             ) from err
     return acc
+
+
+def stacked_fold(stacked: Metric, path: str) -> Metric:
+    """``folds.stacked_fold``, a refused merge reported as a disagreement."""
+    try:
+        return folds.stacked_fold(stacked)
+    except (TypeError, ValueError) as err:
+        raise SyncError(f"participants disagree on merge state {path!r}: the states do not merge ({err})") from err
 
 
 def _raise_failure(comm: Comm, failure: Exception | None) -> None:

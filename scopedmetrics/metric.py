@@ -190,6 +190,8 @@ class Metric:
 
     _is_metric: ClassVar[bool] = True
     _custom_tree: ClassVar[bool] = False
+    _merge_stacks: ClassVar[bool] = False
+    """Whether ``merge`` is element-wise over states stacked along a leading dim (see ``_kernels/folds.py``)."""
     _layout: ClassVar[Layout]  # what the class declares, read once (``Layout``)
     _rows_of_any_kind: ClassVar[bool] = False  # True for generic containers (Cat): empty cat leaves load any rows
     _delegate: ClassVar[str | None] = None  # the field whose nested metric ``update`` folds into (``delegate``)
@@ -203,6 +205,8 @@ class Metric:
             own = cls.__dict__["update"]
             cls._delegate = getattr(own, "_sm_delegate", None)  # an update of its own delegates nothing
             cls.update = _folding(own, "mask" in inspect.signature(own).parameters)  # type: ignore[method-assign]
+        if "merge" in cls.__dict__ and "_merge_stacks" not in cls.__dict__:
+            cls._merge_stacks = False  # a merge of its own takes stacked states only where its class says so
         if not cls._custom_tree:
             _make_dataclass(cls)
         else:

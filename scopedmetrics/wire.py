@@ -39,6 +39,17 @@ def pack(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
 
 def unpack(buf: torch.Tensor) -> list[torch.Tensor]:
     """The tensors ``pack`` put in ``buf``, in order (views of it where alignment allows)."""
+    out = []
+    for dtype, shape, pos, nbytes in layout(buf):
+        piece = buf[pos : pos + nbytes]
+        if piece.storage_offset() % dtype.itemsize:  # complex128 needs 16-byte alignment; rows are 8-aligned
+            piece = piece.clone()
+        out.append(piece.view(dtype).reshape(shape))
+    return out
+
+
+def layout(buf: torch.Tensor) -> list[tuple[torch.dtype, list[int], int, int]]:
+    """Where ``pack`` put each tensor in ``buf``: ``(dtype, shape, byte offset, bytes)``, in order."""
     n = int(buf[:8].cpu().view(torch.int64).item())
     meta = buf[8 : 8 * (n + 1)].cpu().view(torch.int64).tolist()
     pos, k, out = 8 * (n + 1), 0, []
@@ -47,10 +58,7 @@ def unpack(buf: torch.Tensor) -> list[torch.Tensor]:
         shape = meta[k + 2 : k + 2 + ndim]
         k += 2 + ndim
         nbytes = torch.Size(shape).numel() * dtype.itemsize
-        piece = buf[pos : pos + nbytes]
-        if piece.storage_offset() % dtype.itemsize:  # complex128 needs 16-byte alignment; rows are 8-aligned
-            piece = piece.clone()
-        out.append(piece.view(dtype).reshape(shape))
+        out.append((dtype, shape, pos, nbytes))
         pos += nbytes + (-nbytes) % 8
     return out
 

@@ -1,15 +1,20 @@
-"""Every path of every counting kernel equals its plain twin (``scopedmetrics._kernels.reference``)."""
+"""Every path of every kernel (counts, the stacked fold) equals its plain twin (``_kernels.reference``)."""
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shards import assert_close
 
-from scopedmetrics import _kernels
+import scopedmetrics as sm
+from scopedmetrics import _kernels, tree
 from scopedmetrics._kernels import counts as kernels
-from scopedmetrics._kernels import reference
+from scopedmetrics._kernels import folds, reference
+from scopedmetrics.exchange import fold
 
 
 def _batch(seed: int, n: int, high: int, masked: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -74,3 +79,56 @@ def test_ones_are_cached_per_size_and_bounded() -> None:
     for n in range(100):
         _kernels.ones(n, torch.int32, cpu)
     assert len(kernels._ONES) <= 64
+
+
+_STACKING = {
+    "pearson": lambda: sm.PearsonCorrCoef(num_outputs=2),
+    "concordance": lambda: sm.ConcordanceCorrCoef(),
+    "r2": lambda: sm.R2Score(num_outputs=3, multioutput="raw_values"),
+    "explained": lambda: sm.ExplainedVariance(),
+}
+
+
+def _moment_states(name: str, p: int, seed: int) -> list[sm.Metric]:
+    g = torch.Generator().manual_seed(seed)
+    states = []
+    for _ in range(p):
+        m = _STACKING[name]()
+        n = int(torch.randint(0, 5, (1,), generator=g))  # empty states included
+        outputs = m.num_outputs
+        if n:
+            shape = (n,) if outputs == 1 else (n, outputs)
+            m = m.update(torch.randn(shape, generator=g) * 2 + 1e3, torch.randn(shape, generator=g))
+        states.append(m)
+    return states
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(sorted(_STACKING)), p=st.integers(1, 40), seed=st.integers(0, 2**16))
+def test_the_stacked_fold_matches_its_twin_bit_for_bit(name: str, p: int, seed: int) -> None:
+    states = _moment_states(name, p, seed)
+    got = folds.stacked_fold(folds.stack(states))  # type: ignore[arg-type]
+    want = reference.pairwise_fold(states)
+    assert type(got) is type(want)
+    for x, y in zip(tree.leaves(got), tree.leaves(want), strict=True):
+        assert x.shape == y.shape and x.dtype == y.dtype and torch.equal(x, y), (name, p)
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(sorted(_STACKING)), p=st.integers(folds.TREE_MIN, 40), seed=st.integers(0, 2**16))
+def test_the_tree_fold_is_the_rank_order_fold_up_to_rounding(name: str, p: int, seed: int) -> None:
+    states = _moment_states(name, p, seed)
+    tree_fold, plain = fold(states), functools.reduce(lambda a, b: a.merge(b), states)
+    assert int(tree_fold.total) == int(plain.total)
+    assert_close(tree_fold.compute(), plain.compute(), atol=1e-4, rtol=1e-3)
+
+
+def test_the_fold_takes_the_tree_from_tree_min_states_and_only_for_classes_that_stack() -> None:
+    seen: list[int] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(folds, "stacked_fold", lambda s: seen.append(int(s.total.shape[0])) or reference.pairwise_fold(
+            [tree.unflatten(tree.structure(s), [x[i] for x in tree.leaves(s)]) for i in range(s.total.shape[0])]))
+        fold(_moment_states("pearson", folds.TREE_MIN - 1, 0))
+        fold([sm.MeanSquaredError().update(torch.ones(2), torch.zeros(2))] * 20)
+        fold(_moment_states("pearson", folds.TREE_MIN, 0))
+    assert seen == [folds.TREE_MIN]

@@ -6,6 +6,8 @@ every path of every kernel with them on random inputs. Never used by metrics.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 
@@ -40,3 +42,11 @@ def class_counts(
             rows[0 if pi == ti else 1][pi] += 1
             rows[2][ti] += 1
     return torch.tensor(rows, dtype=counts.dtype)
+
+
+def pairwise_fold(states: list[Any]) -> Any:
+    """Merge ``states`` pairwise, ``(0, 1), (2, 3), ...``, then the results likewise; an odd last one waits."""
+    while len(states) > 1:
+        merged = [states[i].merge(states[i + 1]) for i in range(0, len(states) - 1, 2)]
+        states = merged + states[len(states) - len(states) % 2 :]
+    return states[0]

@@ -69,7 +69,11 @@ def check_mergeable(a: Metric, b: Any) -> None:
 
 
 def chan(a: Metric, b: Metric) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
-    """Merge the moments of ``a`` and ``b``; also return ``delta`` and ``n_a * n_b / n`` for co-moments."""
+    """Merge the moments of ``a`` and ``b``; also return ``delta`` and ``n_a * n_b / n`` for co-moments.
+
+    Element-wise over any leading dimensions: ``a`` and ``b`` may be states stacked
+    along dim 0 (``total`` of shape ``(k,)``), as ``_kernels.folds`` merges them.
+    """
     check_mergeable(a, b)
     na, nb = a.total, b.total  # type: ignore[attr-defined]
     mean_a, mean_b = a.mean, b.mean  # type: ignore[attr-defined]
@@ -77,6 +81,8 @@ def chan(a: Metric, b: Metric) -> tuple[dict[str, torch.Tensor], torch.Tensor, t
     n = na + nb
     frac = nb.to(dtype) / n.clamp(min=1).to(dtype)  # exactly 0 or 1 when a side is empty
     cross = na.to(dtype) * frac
+    if na.ndim:  # stacked states (a fold over participants): one weight per state, over its entries
+        frac, cross = (x.reshape(*x.shape, *[1] * (mean_a.ndim - x.ndim)) for x in (frac, cross))
     delta = mean_b - mean_a
     fields = {
         "total": n,

@@ -28,6 +28,8 @@ C = TypeVar("C", bound="_CoMoments")
 class _CoMoments(Metric):
     """Moments of ``preds`` (row 0) and ``target`` (row 1) and their co-moment, per output."""
 
+    _merge_stacks = True
+
     num_outputs: int = static(default=1)
     validate_args: bool = static(default=True)
     total: torch.Tensor = state(default=0)
@@ -54,7 +56,8 @@ class _CoMoments(Metric):
     def merge(self: C, other: C) -> C:
         """Chan's merge, co-moment included. ``m.merge(m.reset())`` is a no-op; merge is associative."""
         fields, delta, cross = _moments.chan(self, other)
-        comoment = self.comoment + other.comoment + delta[0] * delta[1] * cross
+        weight = cross[..., 0, :] if cross.ndim else cross  # (k, 1, 1) when states are stacked: (k, 1)
+        comoment = self.comoment + other.comoment + delta[..., 0, :] * delta[..., 1, :] * weight
         return self.replace(**fields, comoment=comoment)
 
     def _exact(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -65,6 +65,7 @@ class R2Score(Metric):
 
     """
 
+    _merge_stacks = True
     adjusted: int = static(default=0)
     multioutput: str = static(default="uniform_average")
     num_outputs: int = static(default=1)
@@ -137,6 +138,7 @@ class ExplainedVariance(Metric):
 
     """
 
+    _merge_stacks = True
     multioutput: str = static(default="uniform_average")
     num_outputs: int = static(default=1)
     validate_args: bool = static(default=True)
