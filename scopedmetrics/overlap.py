@@ -40,9 +40,14 @@ class Pending(Generic[T]):
         """Whether ``wait()`` would return at once."""
         return self._done.is_set()
 
-    def wait(self) -> T:
-        """The result, once every rank's part has arrived; a failure is raised here, on every rank."""
-        self._done.wait()
+    def wait(self, timeout: float | None = None) -> T:
+        """The result, once every rank's part has arrived; a failure is raised here, on every rank.
+
+        ``timeout`` (seconds) bounds this wait only: past it ``TimeoutError`` is
+        raised and the reduction goes on, so a later ``wait()`` still gets it.
+        """
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"the reduction is not done after {timeout}s; it goes on: wait() again for it")
         if self._error is not None:
             raise self._error
         return cast(T, self._value)

@@ -6,6 +6,7 @@ Each body runs in simulated threads and in real gloo processes (the ``world`` fi
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -173,3 +174,22 @@ def test_compute_with_async_op_gives_the_values_of_compute(world: Any, size: int
 def test_a_bad_root_is_refused_at_the_call() -> None:
     with pytest.raises(ValueError, match="argument `root` must be a rank in"):
         sm.simulate(lambda r: sm.compute(sm.Cat(), root=5, async_op=True), 2)
+
+
+def late_case(rank: int) -> list[Any]:
+    sm.reduce(sm.Sum(), async_op=True).wait()  # the first call over a group meets the others to make the channel
+    if rank == 1:
+        time.sleep(1.0)  # starts late: rank 0's first, bounded wait runs out
+    pending = sm.reduce(sm.Sum().update(torch.tensor([rank + 1.0])), async_op=True)
+    outcomes: list[Any] = []
+    if rank == 0:
+        try:
+            pending.wait(timeout=0.05)
+        except TimeoutError as err:
+            outcomes.append("goes on" in str(err))
+    outcomes.append(float(pending.wait().compute()))
+    return outcomes
+
+
+def test_a_bounded_wait_that_runs_out_leaves_the_reduction_running(world: Any) -> None:
+    assert world.run(late_case, 2) == [[True, 3.0], [3.0]]
