@@ -293,7 +293,7 @@ def reduce(tree: T, *, async_op: bool = False) -> T | Pending[T]:
     """
     parts = _Metrics.of(tree, "sm.reduce")
     if async_op:
-        return overlap.start(tree, get_reducer(), parts.reduced)
+        return overlap.start(get_reducer(), parts.reduced)
     return cast(T, parts.reduced(get_reducer()))
 
 
@@ -322,4 +322,4 @@ def compute(tree: Any, *, root: int | None = None, async_op: bool = False) -> An
         run = lambda r: compute_on(tree, root, cast(Collective, r))  # noqa: E731 - a channel, or reducer itself
     else:
         run = lambda r: optree.tree_map(lambda m: m.compute(), parts.reduced(r), is_leaf=_is_metric)  # noqa: E731
-    return overlap.start(tree, reducer, run) if async_op else run(reducer)
+    return overlap.start(reducer, run) if async_op else run(reducer)

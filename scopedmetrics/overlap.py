@@ -15,7 +15,6 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar, cast
 
-import optree
 import torch
 
 from scopedmetrics.exchange import Leaf, collective_reduce
@@ -64,8 +63,8 @@ class Pending(Generic[T]):
         return f"Pending({'done' if self.done() else 'running'})"
 
 
-def start(tree: Any, reducer: Reducer, run: Callable[[Reducer], T]) -> Pending[T]:
-    """Begin ``run(channel reducer)`` on a worker thread; ``tree`` holds the metrics it reads.
+def start(reducer: Reducer, run: Callable[[Reducer], T]) -> Pending[T]:
+    """Begin ``run(reducer over the channel)`` on a worker thread.
 
     Without a ``Collective`` reducer (one process, or a plain function, which
     may run collectives of its own on the caller's group) ``run(reducer)``
@@ -76,7 +75,7 @@ def start(tree: Any, reducer: Reducer, run: Callable[[Reducer], T]) -> Pending[T
         pending._run(lambda: run(reducer))
         return pending
     channel = _channel(reducer)
-    on_stream = _on_callers_stream(tree)
+    on_stream = _on_callers_stream()
     key = (channel.comm.ident() or id(channel.comm), channel.rank)  # simulated ranks share the process
     with _LOCK:
         before, _LAST[key] = _LAST.get(key), pending
@@ -112,14 +111,16 @@ def _channel(reducer: Collective) -> Collective:
     return Collective(reducer.comm.channel())
 
 
-def _on_callers_stream(tree: Any) -> Callable[[Callable[[], T]], T]:
-    """How the worker runs a reduction of CUDA states written on the caller's stream: after them, and finished.
+def _on_callers_stream() -> Callable[[Callable[[], T]], T]:
+    """How the worker runs a reduction when this process uses CUDA: on the caller's device, after its work.
 
-    The worker takes the caller's device, waits for an event recorded now on
-    the caller's current stream, and synchronizes its own stream before
-    handing the results over, so the caller reads complete tensors.
+    A thread starts on device 0, so the worker takes the caller's current
+    device (where an NCCL backend's buffers go, whatever device the states
+    are on); it waits for an event recorded now on the caller's current stream,
+    so states still being written there are complete, and synchronizes its
+    own stream before handing the results over.
     """
-    if not any(isinstance(t, torch.Tensor) and t.is_cuda for t in optree.tree_leaves(tree)):
+    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):  # type: ignore[no-untyped-call]
         return lambda reduce: reduce()
     device = torch.cuda.current_device()
     event = torch.cuda.Event()  # type: ignore[no-untyped-call]  # untyped in the stub
