@@ -319,7 +319,7 @@ def compute(tree: Any, *, root: int | None = None, async_op: bool = False) -> An
     run: Callable[[Reducer], Any]
     if root is not None and isinstance(reducer, Collective):
         check_root(root, reducer.size)
-        run = lambda r: compute_on(tree, root, cast(Collective, r))  # noqa: E731 - a channel, or reducer itself
+        run = lambda r: compute_on(*parts, root, cast(Collective, r))  # noqa: E731 - a channel, or reducer itself
     else:
         run = lambda r: optree.tree_map(lambda m: m.compute(), parts.reduced(r), is_leaf=_is_metric)  # noqa: E731
     return overlap.start(reducer, run) if async_op else run(reducer)

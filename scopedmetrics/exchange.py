@@ -411,24 +411,26 @@ def _stacked_merges(
 ) -> list[Metric] | None:
     """Every rank's merge states, stacked leaf by leaf along a new dim 0, read by one indexing operation.
 
-    Only when every rank's merge block has this rank's header (the same dtypes
+    Only when every rank's merge block has rank 0's header (the same dtypes
     and shapes, so the same layout); ``None`` otherwise, and the states are
     then read peer by peer.
     """
-    packed = wire.pack([x for ms in mine for x in ms], rows.device)
-    head = 8 * (int(packed[:8].cpu().view(torch.int64).item()) + 1)
-    starts = ends.to(rows.device) + torch.arange(rows.shape[0], device=rows.device) * rows.shape[1]
-    if int(ends.max()) + packed.numel() > rows.shape[1]:
-        return None  # some rank's block is shorter than this one's: other shapes
-    block = rows.reshape(-1)[starts[:, None] + torch.arange(packed.numel(), device=rows.device)]
-    if not bool((block[:, :head] == packed[:head]).all()):
+    pieces = wire.layout(rows[0, int(ends[0]) :])
+    if not pieces:
         return None
-    pieces = iter(wire.layout(packed))
-    out = []
+    head = pieces[0][2]  # the first tensor starts where the header ends
+    length = pieces[-1][2] + pieces[-1][3]
+    if int(ends.max()) + length > rows.shape[1]:
+        return None  # some rank's row is too short for rank 0's layout: other shapes
+    starts = ends.to(rows.device) + torch.arange(rows.shape[0], device=rows.device) * rows.shape[1]
+    block = rows.reshape(-1)[starts[:, None] + torch.arange(length, device=rows.device)]
+    if not bool((block[:, :head] == block[:1, :head]).all()):
+        return None
+    out, at = [], iter(pieces)
     for u, ms in zip(merges, mine):
         leaves = []
         for x in ms:
-            dtype, shape, pos, nbytes = next(pieces)
+            dtype, shape, pos, nbytes = next(at)
             leaves.append(block[:, pos : pos + nbytes].contiguous().view(dtype).reshape(-1, *shape).to(x.device))
         out.append(tree.unflatten(tree.structure(u.metric), leaves))
     return out

@@ -5,10 +5,11 @@ gives, but only rank ``r`` ever holds every participant's rows. Fixed-size
 leaves (sums, maxima, counts) reduce on every rank as usual, in the same agreed
 exchange that checks every rank reduces the same thing; the rows of ``cat``
 states and the whole states of metrics with their own ``merge`` go to ``r``
-alone (one ``gather``, padded to the longest payload). ``r`` joins and folds
-them in rank order, exactly as the reduction does, computes every value, and
-broadcasts the values (their length, then their bytes). The other ranks keep
-only their own data, and only ``r`` sorts or ranks all of it.
+alone (one ``gather``, padded to the longest payload). ``r`` joins the rows in
+rank order and folds the states exactly as the reduction does (``fold``),
+computes every value, and broadcasts the values (their length, then their
+bytes). The other ranks keep only their own data, and only ``r`` sorts or
+ranks all of it.
 
 An error while ``r`` computes is raised on ``r`` and reported by every other
 rank as a ``SyncError`` naming ``r``.
@@ -26,7 +27,7 @@ import torch
 from scopedmetrics import tree, wire
 from scopedmetrics.errors import SyncError
 from scopedmetrics.exchange import Leaf, Merge, collective_reduce, fold
-from scopedmetrics.metric import Metric, _is_metric
+from scopedmetrics.metric import Metric
 from scopedmetrics.reducers import Collective
 from scopedmetrics.state import is_empty_cat
 from scopedmetrics.sync import Units
@@ -38,12 +39,13 @@ def check_root(root: Any, size: int) -> None:
         raise ValueError(f"sm.compute: argument `root` must be a rank in [0, {size}), got {root!r}")
 
 
-def compute_on(values_of: Any, root: int, reducer: Collective) -> Any:
-    """Reduce the metrics of pytree ``values_of`` onto ``root``, compute there, and broadcast the values."""
+def compute_on(metrics: Sequence[Metric], names: Sequence[str], spec: Any, root: int, reducer: Collective) -> Any:
+    """Reduce ``metrics`` (the leaves of a tree of structure ``spec``) onto ``root``, compute there, broadcast.
+
+    ``root`` is a rank of ``reducer``'s group (``check_root``, by the caller).
+    """
     comm = reducer.comm
-    check_root(root, comm.size)
-    paths, metrics, spec = optree.tree_flatten_with_path(values_of, is_leaf=_is_metric)
-    plan = Units.of(metrics, [".".join(map(str, p)) for p in paths])
+    plan = Units.of(metrics, names)
     leaves = [u for u in plan.units if isinstance(u, Leaf)]
     fixed = [u for u in leaves if u.op != "cat"]
     rows = [u for u in leaves if u.op == "cat"]
