@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 from collections.abc import Sequence
@@ -274,6 +275,12 @@ def _state(m: sm.Metric) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in m.state_dict().items()}
 
 
+def _batch(metric: sm.Metric, *values: int) -> tuple[torch.Tensor, ...]:
+    """``update``'s arguments of ``values`` for the wrapped ``metric`` (a Mean takes one tensor, scores two)."""
+    t = torch.tensor(values)
+    return (t.float(),) if isinstance(metric, sm.Mean) else (t, torch.ones_like(t))
+
+
 @pytest.mark.parametrize(
     ("ids", "error", "match"),
     [
@@ -290,10 +297,7 @@ def _state(m: sm.Metric) -> dict[str, torch.Tensor]:
                          ids=["binary_accuracy", "mean", "mse"])
 def test_bad_slice_ids_are_clear_errors_and_change_nothing(ids: Any, error: type[Exception], match: str,
                                                            metric: sm.Metric) -> None:
-    def batch(*values: int) -> tuple[torch.Tensor, ...]:
-        t = torch.tensor(values)
-        return (t.float(),) if isinstance(metric, sm.Mean) else (t, torch.ones_like(t))
-
+    batch = functools.partial(_batch, metric)
     m = Sliced(metric, 3).update(*batch(1, 0), slice_ids=torch.tensor([0, 2]))
     before = _state(m)
     prefix = "Sliced.update: " if match.startswith("`") else "Sliced.update: argument `slice_ids` "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import io
 import pickle
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from shards import assert_close, batches, uneven_slices
+from test_wrappers import _batch, _state
 from worlds import CountingComm
 
 import scopedmetrics as sm
@@ -343,10 +345,6 @@ def test_bad_checkpoints_are_refused() -> None:
     assert fresh.load_state_dict(good).compute() == {12: torch.tensor(2.0), "a": torch.tensor(4.0)}
 
 
-def _state(m: sm.Metric) -> dict[str, torch.Tensor]:
-    return {k: v.clone() for k, v in m.state_dict().items()}
-
-
 @pytest.mark.parametrize(
     ("keys", "error", "match"),
     [
@@ -369,10 +367,7 @@ def _state(m: sm.Metric) -> dict[str, torch.Tensor]:
                          ids=["binary_accuracy", "mean", "mse"])
 def test_bad_keys_are_clear_errors_and_change_nothing(keys: Any, error: type[Exception], match: str,
                                                       metric: sm.Metric) -> None:
-    def batch(*values: int) -> tuple[torch.Tensor, ...]:
-        t = torch.tensor(values)
-        return (t.float(),) if isinstance(metric, sm.Mean) else (t, torch.ones_like(t))
-
+    batch = functools.partial(_batch, metric)
     m = Sliced(metric).update(*batch(1, 0), slice_keys=["a", 7])
     before = _state(m)
     with pytest.raises(error, match="Sliced.update: .*" + match):
