@@ -117,23 +117,25 @@ def group_sizes(owner: Metric, arg: str, ids: Any, n: int) -> tuple[torch.Tensor
     return ids, sizes
 
 
+def rows_in(x: Any) -> int | None:
+    """An argument's entries per sample (as ``mask=`` sees it: a tensor of dim >= 1, a list, a tuple); else ``None``."""
+    if isinstance(x, torch.Tensor):
+        return x.shape[0] if x.ndim else None
+    return len(x) if isinstance(x, (list, tuple)) else None
+
+
 def is_rows(x: Any) -> bool:
-    """Whether an argument has one entry per sample (as ``mask=`` sees it): a tensor of dim >= 1, a list, a tuple."""
-    return (isinstance(x, torch.Tensor) and x.ndim > 0) or isinstance(x, (list, tuple))
+    """Whether an argument has one entry per sample (``rows_in``)."""
+    return rows_in(x) is not None
 
 
 def check_rows(owner: Metric, n: int, arg: str, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
     """Every per-sample argument has ``n`` entries (the length of ``arg``), and at least one exists."""
     found = False
     for i, x in enumerate((*args, *kwargs.values()) if kwargs else args):  # every update: names only for an error
-        if isinstance(x, torch.Tensor):
-            if x.ndim == 0:
-                continue
-            length = x.shape[0]
-        elif isinstance(x, (list, tuple)):
-            length = len(x)
-        else:
-            continue  # not per-sample (as ``is_rows`` sees it)
+        length = rows_in(x)
+        if length is None:
+            continue
         found = True
         if length != n:
             name = f"argument {i}" if i < len(args) else list(kwargs)[i - len(args)]
