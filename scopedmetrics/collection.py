@@ -97,19 +97,22 @@ class Collection(Metric):
         unknown = set() if plan.accepts is None else kwargs.keys() - plan.accepts
         if unknown:
             raise TypeError(f"Collection.update: no member accepts keyword(s) {sorted(unknown)}")
-        new: dict[str, Metric] = {}
-        done: dict[tuple[Any, ...], Metric] = {}
+        members, new = self._members, {}
+        done: dict[Any, Metric] = {}  # by unit object, and by (kind, state tensors)
         for step in plan.steps:
-            m = self._members[step.name]
+            m = members[step.name]
             unit = m.__dict__[step.field] if step.field else m
-            key = None if step.kind is None else (step.kind, *(id(unit.__dict__[n]) for n in unit._layout.states))
-            if key is not None and key in done:  # the same computation on the same state: reuse its result
-                result = done[key]
-            else:
-                kw = kwargs if step.accepts is None else {k: v for k, v in kwargs.items() if k in step.accepts}
-                result = unit.update(*args, **kw)
+            result = None if step.kind is None else done.get(id(unit))  # a unit already updated (shared since)
+            if result is None:
+                key = None if step.kind is None else (step.kind, *(id(unit.__dict__[n]) for n in unit._layout.states))
+                result = done.get(key)  # the same computation on the same state: reuse its result
+                if result is None:
+                    kw = kwargs if step.accepts is None else {k: v for k, v in kwargs.items() if k in step.accepts}
+                    result = unit.update(*args, **kw)
+                    if key is not None:
+                        done[key] = result
                 if key is not None:
-                    done[key] = result
+                    done[id(unit)] = result
             new[step.name] = m._rebuild({step.field: result}) if step.field else result
         out = self._rebuild(new)
         out.__dict__["_update_plan"] = plan  # update keeps every member's type and configuration
