@@ -11,6 +11,7 @@ from scopedmetrics import nn as nn
 from scopedmetrics import nominal as nominal
 from scopedmetrics import regression as regression
 from scopedmetrics import wrappers as wrappers
+from scopedmetrics._checks import device_checks as device_checks
 from scopedmetrics.aggregation import Cat as Cat
 from scopedmetrics.aggregation import Max as Max
 from scopedmetrics.aggregation import Mean as Mean
@@ -234,6 +235,7 @@ __all__ = [
     "SyncError",
     "classification",
     "compute",
+    "device_checks",
     "distributed",
     "get_reducer",
     "local",

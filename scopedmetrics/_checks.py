@@ -7,18 +7,71 @@ argument: ``"BinaryAccuracy.update: argument `target` ..."`` for a batch,
 ``"MeanIoU: argument `num_classes` ..."`` for configuration. Checks run before
 ``update`` changes anything, so a refused batch leaves the metric as it was.
 
-Under ``torch.compile`` tracing, data checks become ``torch._assert_async``
-(a ``RuntimeError`` with the same message) so that ``update`` still compiles.
+Where a check reads the data (a range, a NaN) it asks ``asserting(x)`` first:
+under ``torch.compile`` tracing, and for tensors off the CPU inside
+``sm.device_checks()``, the check is a ``torch._assert_async`` on the device
+(the same message; no host read, so no wait for queued kernels); elsewhere
+it reads the data and raises at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
 
 _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+_DEVICE_CHECKS = contextvars.ContextVar("scopedmetrics_device_checks", default=False)
+
+
+@contextlib.contextmanager
+def device_checks(enabled: bool = True) -> Iterator[None]:
+    """Run the data checks of batches on an accelerator as asynchronous asserts, inside this block.
+
+    With ``validate_args=True`` a check reads the batch on the host (``aminmax``
+    then ``.item()``), and on an accelerator that read waits for every queued
+    kernel, once or twice an ``update``. Inside this block, for tensors off
+    the CPU, each such check is a ``torch._assert_async`` on the device instead:
+    the step does not stall, and bad data still stops the run, loudly but late
+    and without recovery (on CUDA a failed assert is a device-side assert,
+    which ends the process's CUDA context; the metric's message may not reach
+    you). Shapes, dtypes and options are still refused at the call, and CPU
+    tensors keep the checks that raise at once. Use it for a tested pipeline
+    that must not stall; debug with the default. Like ``use_reducer`` it is
+    local to the thread and asyncio task (``contextvars``); ``enabled=False``
+    restores the host checks in a nested block.
+
+    Examples:
+        >>> import scopedmetrics as sm, torch
+        >>> with sm.device_checks():  # CPU tensors: the checks still raise at the call
+        ...     sm.classification.BinaryAccuracy().update(torch.tensor([0.2]), torch.tensor([3]))
+        Traceback (most recent call last):
+        ...
+        ValueError: BinaryAccuracy.update: argument `target` has values outside [0, 1]: [3]
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError(f"device_checks: argument `enabled` must be a bool, got {enabled!r}")
+    token = _DEVICE_CHECKS.set(enabled)
+    try:
+        yield
+    finally:
+        _DEVICE_CHECKS.reset(token)
+
+
+def _off_host(x: torch.Tensor) -> bool:
+    return not x.is_cpu
+
+
+def asserting(x: torch.Tensor) -> bool:
+    """Whether a check of ``x``'s values is an asynchronous assert on its device rather than a host read.
+
+    True while tracing (a traced function cannot branch on data) and, inside
+    ``device_checks()``, for a tensor off the CPU.
+    """
+    return bool(_compiling()) or (_DEVICE_CHECKS.get() and _off_host(x))
 
 
 def where(owner: Any, method: str = "update") -> str:
@@ -112,8 +165,9 @@ def ndim(owner: Any, arg: str, x: torch.Tensor, allowed: Sequence[int], shape: s
         raise ValueError(f"{where(owner)}: argument `{arg}` must have shape {shape}, got {tuple(x.shape)}")
 
 
-def _fail(message: str, ok: torch.Tensor | bool) -> None:
-    if isinstance(ok, torch.Tensor) and _compiling():
+def require(message: str, ok: torch.Tensor | bool) -> None:
+    """Raise ``ValueError(message)`` unless ``ok``; where ``asserting(ok)``, assert it on the device instead."""
+    if isinstance(ok, torch.Tensor) and asserting(ok):
         torch._assert_async(ok, message)
     elif not bool(ok):
         raise ValueError(message)
@@ -122,7 +176,7 @@ def _fail(message: str, ok: torch.Tensor | bool) -> None:
 def finite(owner: Any, arg: str, x: torch.Tensor) -> None:
     """``x`` holds no NaN or infinity."""
     if x.is_floating_point() or x.is_complex():
-        _fail(f"{where(owner)}: argument `{arg}` must be finite, got NaN or infinity", torch.isfinite(x).all())
+        require(f"{where(owner)}: argument `{arg}` must be finite, got NaN or infinity", torch.isfinite(x).all())
 
 
 def labels(owner: Any, arg: str, x: torch.Tensor, high: int | None = None, ignore: int | None = None) -> None:
@@ -130,23 +184,27 @@ def labels(owner: Any, arg: str, x: torch.Tensor, high: int | None = None, ignor
     if x.dtype == torch.bool or x.is_complex():
         raise TypeError(f"{where(owner)}: argument `{arg}` must hold integer labels, got {x.dtype}")
     if x.is_floating_point():
-        _fail(
+        require(
             f"{where(owner)}: argument `{arg}` must hold integer labels (whole numbers if float), "
             f"got {x.dtype} with fractions or NaN",
             (x == x.round()).all(),
         )
     if x.numel() == 0:
         return
+    expected = f"[0, {high})" if high is not None else "[0, ...)"
+    also = "" if ignore is None else f" or the ignore_index {ignore}"
+    if asserting(x):  # element-wise, so nothing about the data decides a shape
+        each = x >= 0 if high is None else (x >= 0) & (x < high)
+        if ignore is not None:
+            each |= x == ignore
+        torch._assert_async(each.all(), f"{where(owner)}: argument `{arg}` must hold labels in {expected}{also}")
+        return
     kept = x if ignore is None else x[x != ignore]
     if kept.numel() == 0:
         return
     low, top = kept.min(), kept.max()
     ok = low >= 0 if high is None else (low >= 0) & (top < high)
-    expected = f"[0, {high})" if high is not None else "[0, ...)"
-    also = "" if ignore is None else f" or the ignore_index {ignore}"
-    if _compiling():
-        torch._assert_async(ok, f"{where(owner)}: argument `{arg}` must hold labels in {expected}{also}")
-    elif not bool(ok):
+    if not bool(ok):
         raise ValueError(
             f"{where(owner)}: argument `{arg}` must hold labels in {expected}{also}, "
             f"got values in [{low.item()}, {top.item()}]"

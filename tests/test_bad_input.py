@@ -19,6 +19,8 @@ import torch
 from catalogue import CATALOGUE, FAMILY_KINDS, C, Entry, L, assert_same_state, data, state_of
 
 import scopedmetrics as sm
+from scopedmetrics import _checks
+from scopedmetrics.classification import inputs
 
 NAN, INF = float("nan"), float("inf")
 N = 6  # rows of a bad batch
@@ -219,6 +221,43 @@ def test_bad_batch_is_refused_clearly_or_accepted_as_documented(entry: Entry, na
     assert_same_state(before, state_of(m))  # the metric called on is untouched
     if expect.error is not None:  # and nothing of the refused batch lingers in it
         assert_same_state(state_of(m.update(*tail)), state_of(_fed(entry, whole)))
+
+
+DATA_CASES = ("nan_preds", "nan_target", "fraction_target", "target_out_of_range", "target_negative", "inf_preds",
+              "negative_probabilities", "row_summing_to_zero")
+"""The cases refused by reading the values (the others by type, shape or option, at the call)."""
+
+
+@pytest.mark.parametrize(("entry", "name"), PARAMS)
+def test_bad_batch_is_refused_as_well_by_checks_on_the_device(
+    entry: Entry, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside ``sm.device_checks()`` on an accelerator (forced here: both device predicates say so), the
+    checks that read data are asynchronous asserts; every batch refused above is still refused (on the CPU
+    ``torch._assert_async`` raises ``RuntimeError`` at once), naming the metric and the argument, and every
+    batch accepted above gives the same state."""
+    args, expect = case(entry, name)  # type: ignore[misc]
+    m, _, _ = _before_and_next(entry)
+    before = state_of(m)
+    cls = type(m).__name__
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        on_host = None if expect.error is not None else state_of(m.update(*args))
+    monkeypatch.setattr(_checks, "_off_host", lambda x: True)
+    monkeypatch.setattr(inputs, "on_device", lambda x: True)
+    with sm.device_checks(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if expect.error is not None:
+            with pytest.raises((ValueError, TypeError, RuntimeError)) as info:
+                m.update(*args)
+            message = str(info.value)
+            if name in DATA_CASES:  # a check of the values: the device's assert, not a host read
+                assert isinstance(info.value, RuntimeError), f"{type(info.value).__name__}: {message}"
+            assert cls in message, f"the message does not name {cls}: {message!r}"
+            assert f"`{expect.arg}`" in message or f" {expect.arg} " in message, message
+        else:
+            assert_same_state(state_of(m.update(*args)), on_host)  # type: ignore[arg-type]
+    assert_same_state(before, state_of(m))
 
 
 def _fed(e: Entry, whole: tuple[torch.Tensor, ...]) -> sm.Metric:

@@ -56,3 +56,38 @@ def test_batch_mistakes() -> None:
         _checks.strings(m, "preds", ["a", 1])
     with pytest.raises(ValueError, match="must hold as many items, got 2 and 1"):
         _checks.same_length(m, "preds", ["a", "b"], "target", ["a"])
+
+
+# -- device_checks: the checks of accelerator tensors as asynchronous asserts ------------------------
+
+
+def test_device_checks_is_a_scope_nested_blocks_restore_and_threads_start_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    monkeypatch.setattr(_checks, "_off_host", lambda x: True)  # as on an accelerator
+    x = torch.zeros(2)
+    assert not _checks.asserting(x)
+    seen: list[bool] = []
+    with sm.device_checks():
+        assert _checks.asserting(x)
+        with sm.device_checks(enabled=False):
+            assert not _checks.asserting(x)
+        assert _checks.asserting(x)
+        worker = threading.Thread(target=lambda: seen.append(_checks.asserting(x)))
+        worker.start()
+        worker.join()
+    assert not _checks.asserting(x)
+    assert seen == [False]  # contextvars: a new thread starts from the defaults
+
+
+def test_device_checks_leave_cpu_tensors_to_the_checks_that_raise_at_once() -> None:
+    m = sm.classification.MulticlassAccuracy(num_classes=3)
+    with sm.device_checks(), pytest.raises(ValueError, match=r"^MulticlassAccuracy\.update: argument `target`"):
+        m.update(torch.tensor([0, 1]), torch.tensor([0, 5]))
+
+
+def test_device_checks_refuses_a_non_bool() -> None:
+    with pytest.raises(TypeError, match="device_checks: argument `enabled` must be a bool"), sm.device_checks(1):  # type: ignore[arg-type]
+        pass

@@ -1,11 +1,12 @@
-"""``update`` with ``validate_args=False`` never reads data on the host, for every fixed-size state.
+"""``update`` with ``validate_args=False``, or checked inside ``sm.device_checks()``, never reads data on the host.
 
 On an accelerator a host read (``.item()``, ``bool()``, ``.tolist()``) or an
 output whose shape depends on the data (``nonzero``, boolean indexing) waits
 for every queued kernel. Checks must read the data (they raise in Python), so
 they run only with ``validate_args=True``; everything else decides on the
-device. This machine has no accelerator, so the choice that depends on the
-device (``inputs.on_device``) is forced, and a ``TorchFunctionMode`` records
+device, and inside ``sm.device_checks()`` the checks are asynchronous asserts
+there. This machine has no accelerator, so the choices that depend on the
+device (``inputs.on_device``, ``_checks._off_host``) are forced, and a ``TorchFunctionMode`` records
 every host read while ``update`` runs. ``cat`` states (exact curves) keep the
 kept rows only, a data-dependent shape by nature, and are left out.
 """
@@ -20,6 +21,8 @@ import torch
 from catalogue import CATALOGUE, Entry, assert_same_state, data, feed, state_of
 from torch.overrides import TorchFunctionMode
 
+import scopedmetrics as sm
+from scopedmetrics import _checks
 from scopedmetrics.classification import inputs
 from scopedmetrics.sync import Leaf, Merge, walk
 
@@ -50,7 +53,8 @@ def _fixed_size(m: Any) -> bool:
     return all(isinstance(u, Merge) or u.op != "cat" or u.tensor.numel() == 0 for u in units)
 
 
-def _unvalidated() -> list[Entry]:
+def _fixed_size_checked() -> list[Entry]:
+    """The entries that take ``validate_args`` and whose states keep their size."""
     out = []
     for e in CATALOGUE:
         m = e.make()
@@ -59,7 +63,7 @@ def _unvalidated() -> list[Entry]:
     return out
 
 
-UNVALIDATED = _unvalidated()
+UNVALIDATED = _fixed_size_checked()
 
 
 def test_the_rule_covers_the_families_that_validate() -> None:
@@ -79,3 +83,21 @@ def test_update_reads_nothing_on_the_host(entry: Entry, monkeypatch: pytest.Monk
         on_dev = feed(m, arrays)
     assert reads.seen == [], f"{entry.id}: update read the data on the host via {sorted(set(reads.seen))}"
     assert_same_state(state_of(on_dev), state_of(on_host))
+
+
+@pytest.mark.parametrize("entry", UNVALIDATED, ids=lambda e: e.id)
+def test_checked_update_in_device_checks_reads_nothing_on_the_host(
+    entry: Entry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = dataclasses.replace(entry.make(), validate_args=True)
+    arrays = data(entry.kind, 24, 3)
+    on_host = feed(m, arrays)
+    monkeypatch.setattr(inputs, "on_device", lambda x: True)
+    monkeypatch.setattr(_checks, "_off_host", lambda x: True)  # as on an accelerator
+    with sm.device_checks(), HostReads() as reads:
+        on_dev = feed(m, arrays)
+    assert reads.seen == [], f"{entry.id}: a checked update read the data on the host via {sorted(set(reads.seen))}"
+    assert_same_state(state_of(on_dev), state_of(on_host))
+    with HostReads() as reads:  # the block closed: the checks read on the host again
+        feed(m, arrays)
+    assert reads.seen, f"{entry.id}: outside device_checks() the checks read nothing"

@@ -141,7 +141,7 @@ def _labels(owner: Any, arg: str, x: torch.Tensor) -> None:
         return
     whole = (x == x.trunc()).all()  # NaN is no whole number
     problem = f"must hold integer labels (whole numbers if float), got {x.dtype} with fractions or NaN"
-    if torch.compiler.is_compiling():
+    if _checks.asserting(x):
         torch._assert_async(whole, str(input_error(owner, arg, problem, TypeError)))
     elif not bool(whole):
         raise input_error(owner, arg, problem, TypeError)
@@ -165,9 +165,11 @@ def _in_range(
 
     The common case costs one ``aminmax``: when the extremes are in range, or
     are ``ignore``, every value is; only a batch that fails that looks closer.
-    Under ``torch.compile`` the check is an asynchronous assert (no graph break).
+    Where ``_checks.asserting(x)`` (tracing; an accelerator in ``sm.device_checks()``) the
+    check is an asynchronous assert: no graph break, no host read.
     """
-    if not torch.compiler.is_compiling() and _extremes_within(x, high, ignore):
+    device = _checks.asserting(x)
+    if not device and _extremes_within(x, high, ignore):
         return
     bad = x < 0 if high is None else (x < 0) | (x > high)
     if ignore is not None:
@@ -176,7 +178,7 @@ def _in_range(
         bad &= mask
     also = f" other than ignore_index={ignore}" if ignore is not None else ""
     problem = "has negative values" if high is None else f"has values outside [0, {high}]"
-    if torch.compiler.is_compiling():
+    if device:
         torch._assert_async(~bad.any(), str(input_error(owner, arg, f"{problem}{also}")))
         return
     if bool(bad.any()):
@@ -196,7 +198,7 @@ def _extremes_within(x: torch.Tensor, high: int | None, ignore: int | None) -> b
 
 def _no_nan(owner: Any, preds: torch.Tensor, finite: bool = False) -> None:
     # One aminmax decides: NaN propagates to both extremes, and an infinity is an extreme.
-    if torch.compiler.is_compiling():
+    if _checks.asserting(preds):
         ok = preds.isfinite().all() if finite else ~preds.isnan().any()
         problem = "contains " + ("non-finite values" if finite else "NaN")
         torch._assert_async(ok, str(input_error(owner, "preds", problem)))
@@ -335,7 +337,7 @@ def finite_scores(owner: Any, preds: torch.Tensor) -> tuple[float, float] | None
     """
     if preds.numel() == 0:
         return None
-    if torch.compiler.is_compiling():  # NaN, then infinities, as below
+    if _checks.asserting(preds):  # NaN, then infinities, as below
         _no_nan(owner, preds)
         _no_nan(owner, preds, finite=True)
         return None

@@ -39,12 +39,13 @@ tensor_arg = _checks.tensor
 def check_finite(owner: Metric, name: str, x: torch.Tensor) -> None:
     """Refuse NaN and infinite values, which would poison the state for every participant.
 
-    Under ``torch.compile`` the check is an asynchronous assert (no graph break).
+    Where ``_checks.asserting`` says so (tracing; an accelerator in ``sm.device_checks()``) it is an
+    asynchronous assert: no graph break, no host read.
     """
     if not x.is_floating_point():
         return
     message = f"{where(owner)}: argument `{name}` contains non-finite values (NaN or inf)"
-    if torch.compiler.is_compiling():
+    if _checks.asserting(x):
         torch._assert_async(x.isfinite().all(), message)
     elif not all_finite(x):
         raise ValueError(message)
@@ -62,10 +63,11 @@ def check_values(owner: Metric, name: str, ok: torch.Tensor, expected: str) -> N
     """Refuse argument ``name`` unless ``ok`` (a boolean tensor of its elements) holds everywhere.
 
     The message reads ``"Metric.update: argument `name` must be <expected>"``.
-    Under ``torch.compile`` the check is an asynchronous assert (no graph break).
+    Where ``_checks.asserting`` says so (tracing; an accelerator in ``sm.device_checks()``) it is an
+    asynchronous assert: no graph break, no host read.
     """
     message = f"{where(owner)}: argument `{name}` must be {expected}"
-    if torch.compiler.is_compiling():
+    if _checks.asserting(ok):
         torch._assert_async(ok.all(), message)
     elif not bool(ok.all()):
         raise ValueError(message)
@@ -90,7 +92,7 @@ def check_result(
     ``domain`` extends this to inputs outside the function's domain, when every
     such input makes the result non-finite (``log1p`` of values at or below -1).
     """
-    if owner.validate_args and (torch.compiler.is_compiling() or not all_finite(result)):  # type: ignore[attr-defined]
+    if owner.validate_args and (_checks.asserting(result) or not all_finite(result)):  # type: ignore[attr-defined]
         for name, x in inputs:
             check_finite(owner, name, x)
             if domain is not None:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from scopedmetrics._checks import require
 from scopedmetrics.metric import Metric
 from scopedmetrics.regression._inputs import check_bool, check_choice, pair, where
 from scopedmetrics.regression.similarity import REDUCTIONS, reduce_rows
@@ -27,15 +28,12 @@ def check_distributions(owner: Metric, p: torch.Tensor, q: torch.Tensor) -> None
     """
     for name, x in (("p", p), ("q", q)):
         if owner.log_prob:  # type: ignore[attr-defined]
-            if bool((torch.isnan(x) | (x == float("inf"))).any()):
-                raise ValueError(f"{where(owner)}: argument `{name}` contains NaN or +inf log-probabilities")
+            ok = ~(torch.isnan(x) | (x == float("inf"))).any()
+            require(f"{where(owner)}: argument `{name}` contains NaN or +inf log-probabilities", ok)
             continue
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{where(owner)}: argument `{name}` contains non-finite values (NaN or inf)")
-        if bool((x < 0).any()):
-            raise ValueError(f"{where(owner)}: argument `{name}` has negative probabilities")
-        if bool((x.sum(1) <= 0).any()):
-            raise ValueError(f"{where(owner)}: argument `{name}` has a row that sums to 0")
+        require(f"{where(owner)}: argument `{name}` contains non-finite values (NaN or inf)", torch.isfinite(x).all())
+        require(f"{where(owner)}: argument `{name}` has negative probabilities", ~(x < 0).any())
+        require(f"{where(owner)}: argument `{name}` has a row that sums to 0", ~(x.sum(1) <= 0).any())
 
 
 def _kl_terms(p: torch.Tensor, q: torch.Tensor, log_prob: bool) -> torch.Tensor:

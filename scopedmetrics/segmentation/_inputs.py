@@ -152,7 +152,7 @@ def _within(x: torch.Tensor, low: int, high: int) -> bool:
 
 def _labels(owner: Any, arg: str, x: torch.Tensor, num_classes: int) -> None:
     """``x`` holds labels in ``[0, num_classes)``: integers read once (``aminmax``), the rest as ``_checks`` does."""
-    if x.dtype == torch.bool or x.is_floating_point() or x.is_complex() or _checks._compiling() or not x.numel():
+    if x.dtype == torch.bool or x.is_floating_point() or x.is_complex() or _checks.asserting(x) or not x.numel():
         _checks.labels(owner, arg, x, num_classes)
         return
     lo, hi = torch.aminmax(x)
