@@ -43,6 +43,21 @@ def test_torchrun_eval_with_two_gloo_processes() -> None:
     assert out.rstrip().endswith("PASS"), out
 
 
+def test_the_device_check_script_passes_on_two_gloo_processes() -> None:
+    """``benchmarks/device_check.py`` (run on a GPU with NCCL when one is lent) keeps working: its CPU run."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path}
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         str(ROOT / "benchmarks" / "device_check.py"), "--device", "cpu", "--repeat", "3", "--no-save"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for check in ("sync", "async", "root", "subgroup"):
+        assert f"{check}: ok" in done.stdout, done.stdout
+    assert done.stdout.rstrip().endswith("PASS"), done.stdout
+
+
 def test_torchrun_eval_shards_cover_the_data_once() -> None:
     ex = load("torchrun_eval")
     for world in (1, 2, 3, 4, 7):
