@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import KW_ONLY
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -136,11 +136,45 @@ def _per_column_point(m: Any, pr: bool, reduce: Reduce, floor: float) -> Point:
     return torch.stack([p[0] for p in points]), torch.stack([p[1] for p in points])
 
 
+class _Floor:
+    """What an operating point class names in ``_point``: its floor field, its curve, the rule.
+
+    The curve is the precision-recall curve for ``True``, else the ROC; the
+    rule reads the point off the curve at the floor.
+    """
+
+    _point: ClassVar[tuple[str, bool, Reduce]]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()  # type: ignore[misc]  # the curve's, next in the metric's MRO
+        _check_floor(self, self._point[0])
+
+
+class _BinaryPoint(_Floor, _BinaryCurve):
+    def compute(self) -> Point:
+        """Return ``(value, threshold)`` over every sample seen."""
+        floor, pr, rule = self._point
+        return _binary_point(self, pr, rule, getattr(self, floor))
+
+
+class _MulticlassPoint(_Floor, _MulticlassCurve):
+    def compute(self) -> Point:
+        """Return per-class ``(value, threshold)`` over every sample seen (one-vs-rest)."""
+        floor, pr, rule = self._point
+        return _per_column_point(self, pr, rule, getattr(self, floor))
+
+
+class _MultilabelPoint(_Floor, _MultilabelCurve):
+    def compute(self) -> Point:
+        """Return per-label ``(value, threshold)`` over every sample seen."""
+        floor, pr, rule = self._point
+        return _per_column_point(self, pr, rule, getattr(self, floor))
+
 # -- recall at fixed precision ---------------------------------------------------
 
 
 @positional("min_precision", "thresholds", "ignore_index", "validate_args")
-class BinaryRecallAtFixedPrecision(_BinaryCurve):
+class BinaryRecallAtFixedPrecision(_BinaryPoint):
     """Highest recall of a binary task at precision ``>= min_precision``, and its threshold.
 
     Examples:
@@ -155,18 +189,11 @@ class BinaryRecallAtFixedPrecision(_BinaryCurve):
 
     _: KW_ONLY
     min_precision: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_precision")
-
-    def compute(self) -> Point:
-        """Return ``(recall, threshold)`` over every sample seen."""
-        return _binary_point(self, True, _recall_at_precision, self.min_precision)
+    _point = ("min_precision", True, _recall_at_precision)
 
 
 @positional("num_classes", "min_precision", "thresholds", "ignore_index", "validate_args")
-class MulticlassRecallAtFixedPrecision(_MulticlassCurve):
+class MulticlassRecallAtFixedPrecision(_MulticlassPoint):
     """Highest recall of each class (one-vs-rest) at precision ``>= min_precision``, and its threshold.
 
     Examples:
@@ -179,18 +206,11 @@ class MulticlassRecallAtFixedPrecision(_MulticlassCurve):
 
     _: KW_ONLY
     min_precision: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_precision")
-
-    def compute(self) -> Point:
-        """Return per-class ``(recall, threshold)`` over every sample seen."""
-        return _per_column_point(self, True, _recall_at_precision, self.min_precision)
+    _point = ("min_precision", True, _recall_at_precision)
 
 
 @positional("num_labels", "min_precision", "thresholds", "ignore_index", "validate_args")
-class MultilabelRecallAtFixedPrecision(_MultilabelCurve):
+class MultilabelRecallAtFixedPrecision(_MultilabelPoint):
     """Highest recall of each label at precision ``>= min_precision``, and its threshold.
 
     Examples:
@@ -204,21 +224,14 @@ class MultilabelRecallAtFixedPrecision(_MultilabelCurve):
 
     _: KW_ONLY
     min_precision: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_precision")
-
-    def compute(self) -> Point:
-        """Return per-label ``(recall, threshold)`` over every sample seen."""
-        return _per_column_point(self, True, _recall_at_precision, self.min_precision)
+    _point = ("min_precision", True, _recall_at_precision)
 
 
 # -- precision at fixed recall ---------------------------------------------------
 
 
 @positional("min_recall", "thresholds", "ignore_index", "validate_args")
-class BinaryPrecisionAtFixedRecall(_BinaryCurve):
+class BinaryPrecisionAtFixedRecall(_BinaryPoint):
     """Highest precision of a binary task at recall ``>= min_recall``, and its threshold.
 
     Examples:
@@ -231,18 +244,11 @@ class BinaryPrecisionAtFixedRecall(_BinaryCurve):
 
     _: KW_ONLY
     min_recall: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_recall")
-
-    def compute(self) -> Point:
-        """Return ``(precision, threshold)`` over every sample seen."""
-        return _binary_point(self, True, _precision_at_recall, self.min_recall)
+    _point = ("min_recall", True, _precision_at_recall)
 
 
 @positional("num_classes", "min_recall", "thresholds", "ignore_index", "validate_args")
-class MulticlassPrecisionAtFixedRecall(_MulticlassCurve):
+class MulticlassPrecisionAtFixedRecall(_MulticlassPoint):
     """Highest precision of each class (one-vs-rest) at recall ``>= min_recall``, and its threshold.
 
     Examples:
@@ -255,18 +261,11 @@ class MulticlassPrecisionAtFixedRecall(_MulticlassCurve):
 
     _: KW_ONLY
     min_recall: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_recall")
-
-    def compute(self) -> Point:
-        """Return per-class ``(precision, threshold)`` over every sample seen."""
-        return _per_column_point(self, True, _precision_at_recall, self.min_recall)
+    _point = ("min_recall", True, _precision_at_recall)
 
 
 @positional("num_labels", "min_recall", "thresholds", "ignore_index", "validate_args")
-class MultilabelPrecisionAtFixedRecall(_MultilabelCurve):
+class MultilabelPrecisionAtFixedRecall(_MultilabelPoint):
     """Highest precision of each label at recall ``>= min_recall``, and its threshold.
 
     Examples:
@@ -280,21 +279,14 @@ class MultilabelPrecisionAtFixedRecall(_MultilabelCurve):
 
     _: KW_ONLY
     min_recall: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_recall")
-
-    def compute(self) -> Point:
-        """Return per-label ``(precision, threshold)`` over every sample seen."""
-        return _per_column_point(self, True, _precision_at_recall, self.min_recall)
+    _point = ("min_recall", True, _precision_at_recall)
 
 
 # -- sensitivity at specificity --------------------------------------------------
 
 
 @positional("min_specificity", "thresholds", "ignore_index", "validate_args")
-class BinarySensitivityAtSpecificity(_BinaryCurve):
+class BinarySensitivityAtSpecificity(_BinaryPoint):
     """Highest sensitivity (true positive rate) of a binary task at specificity ``>= min_specificity``.
 
     Examples:
@@ -307,18 +299,11 @@ class BinarySensitivityAtSpecificity(_BinaryCurve):
 
     _: KW_ONLY
     min_specificity: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_specificity")
-
-    def compute(self) -> Point:
-        """Return ``(sensitivity, threshold)`` over every sample seen."""
-        return _binary_point(self, False, _sensitivity_at_specificity, self.min_specificity)
+    _point = ("min_specificity", False, _sensitivity_at_specificity)
 
 
 @positional("num_classes", "min_specificity", "thresholds", "ignore_index", "validate_args")
-class MulticlassSensitivityAtSpecificity(_MulticlassCurve):
+class MulticlassSensitivityAtSpecificity(_MulticlassPoint):
     """Highest sensitivity of each class (one-vs-rest) at specificity ``>= min_specificity``.
 
     Examples:
@@ -331,18 +316,11 @@ class MulticlassSensitivityAtSpecificity(_MulticlassCurve):
 
     _: KW_ONLY
     min_specificity: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_specificity")
-
-    def compute(self) -> Point:
-        """Return per-class ``(sensitivity, threshold)`` over every sample seen."""
-        return _per_column_point(self, False, _sensitivity_at_specificity, self.min_specificity)
+    _point = ("min_specificity", False, _sensitivity_at_specificity)
 
 
 @positional("num_labels", "min_specificity", "thresholds", "ignore_index", "validate_args")
-class MultilabelSensitivityAtSpecificity(_MultilabelCurve):
+class MultilabelSensitivityAtSpecificity(_MultilabelPoint):
     """Highest sensitivity of each label at specificity ``>= min_specificity``.
 
     Examples:
@@ -356,21 +334,14 @@ class MultilabelSensitivityAtSpecificity(_MultilabelCurve):
 
     _: KW_ONLY
     min_specificity: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_specificity")
-
-    def compute(self) -> Point:
-        """Return per-label ``(sensitivity, threshold)`` over every sample seen."""
-        return _per_column_point(self, False, _sensitivity_at_specificity, self.min_specificity)
+    _point = ("min_specificity", False, _sensitivity_at_specificity)
 
 
 # -- specificity at sensitivity --------------------------------------------------
 
 
 @positional("min_sensitivity", "thresholds", "ignore_index", "validate_args")
-class BinarySpecificityAtSensitivity(_BinaryCurve):
+class BinarySpecificityAtSensitivity(_BinaryPoint):
     """Highest specificity (true negative rate) of a binary task at sensitivity ``>= min_sensitivity``.
 
     Examples:
@@ -383,18 +354,11 @@ class BinarySpecificityAtSensitivity(_BinaryCurve):
 
     _: KW_ONLY
     min_sensitivity: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_sensitivity")
-
-    def compute(self) -> Point:
-        """Return ``(specificity, threshold)`` over every sample seen."""
-        return _binary_point(self, False, _specificity_at_sensitivity, self.min_sensitivity)
+    _point = ("min_sensitivity", False, _specificity_at_sensitivity)
 
 
 @positional("num_classes", "min_sensitivity", "thresholds", "ignore_index", "validate_args")
-class MulticlassSpecificityAtSensitivity(_MulticlassCurve):
+class MulticlassSpecificityAtSensitivity(_MulticlassPoint):
     """Highest specificity of each class (one-vs-rest) at sensitivity ``>= min_sensitivity``.
 
     Examples:
@@ -407,18 +371,11 @@ class MulticlassSpecificityAtSensitivity(_MulticlassCurve):
 
     _: KW_ONLY
     min_sensitivity: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_sensitivity")
-
-    def compute(self) -> Point:
-        """Return per-class ``(specificity, threshold)`` over every sample seen."""
-        return _per_column_point(self, False, _specificity_at_sensitivity, self.min_sensitivity)
+    _point = ("min_sensitivity", False, _specificity_at_sensitivity)
 
 
 @positional("num_labels", "min_sensitivity", "thresholds", "ignore_index", "validate_args")
-class MultilabelSpecificityAtSensitivity(_MultilabelCurve):
+class MultilabelSpecificityAtSensitivity(_MultilabelPoint):
     """Highest specificity of each label at sensitivity ``>= min_sensitivity``.
 
     Examples:
@@ -432,11 +389,4 @@ class MultilabelSpecificityAtSensitivity(_MultilabelCurve):
 
     _: KW_ONLY
     min_sensitivity: float = static()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_floor(self, "min_sensitivity")
-
-    def compute(self) -> Point:
-        """Return per-label ``(specificity, threshold)`` over every sample seen."""
-        return _per_column_point(self, False, _specificity_at_sensitivity, self.min_sensitivity)
+    _point = ("min_sensitivity", False, _specificity_at_sensitivity)
