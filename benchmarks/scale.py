@@ -143,46 +143,8 @@ class HostOps:
         return self.n
 
 
-_WRAPPED = ("all_reduce", "all_gather", "all_gather_single", "all_gather_into_tensor", "broadcast", "barrier",
-            "all_gather_object", "reduce", "gather", "scatter", "reduce_scatter_tensor")  # fmt: skip
-
-
-class Calls:
-    """Records every ``torch.distributed`` call issued while ``on``: its kind and input bytes."""
-
-    def __init__(self) -> None:
-        import torch.distributed as dist
-
-        self.on = False
-        self.log: list[tuple[str, int]] = []
-        for name in _WRAPPED:
-            fn = getattr(dist, name, None)
-            if fn is not None:
-                setattr(dist, name, self._wrap(name, fn))
-
-    def _wrap(self, name: str, fn: Any) -> Any:
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            if self.on:
-                at = 1 if name in ("all_gather", "all_gather_single", "all_gather_into_tensor") else 0
-                tensor = args[at] if len(args) > at else None
-                nbytes = tensor.numel() * tensor.element_size() if isinstance(tensor, torch.Tensor) else 0
-                self.log.append(("all_gather" if "gather" in name and name != "all_gather_object" else name, nbytes))
-            return fn(*args, **kwargs)
-
-        return counted
-
-    def record(self, fn: Any) -> list[tuple[str, int]]:
-        self.log = []
-        self.on = True
-        try:
-            fn()
-        finally:
-            self.on = False
-        return self.log
-
-
 class CommLog:
-    """A simulated rank's communicator that records its calls as ``Calls`` does."""
+    """A simulated rank's communicator that logs its calls as ``sync.Counting`` does."""
 
     def __init__(self, inner: Any, log: list[tuple[str, int]]) -> None:
         from scopedmetrics.comm import Comm
@@ -220,7 +182,7 @@ def sent_bytes(log: list[tuple[str, int]], p: int) -> float:
 
 
 def _gloo_rank(rank: int, size: int, cases: list[str]) -> dict[str, Any]:
-    calls = Calls()
+    calls = sync_bench.Counting()
     ops = HostOps()
     out: dict[str, Any] = {}
     for case in cases:

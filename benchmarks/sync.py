@@ -45,25 +45,48 @@ _COLLECTIVES = (
 
 
 class Counting:
-    """Counts calls of every ``torch.distributed`` collective while ``on``."""
+    """Counts calls of every ``torch.distributed`` collective while ``on``, and logs each call's kind and input bytes.
+
+    The log names every gather of tensors ``all_gather`` (``all_gather_into_tensor`` ...), as the byte model
+    of ``scale.py`` reads it.
+    """
 
     def __init__(self) -> None:
         import torch.distributed as dist
 
         self.on = False
         self.calls: Counter[str] = Counter()
+        self.log: list[tuple[str, int]] = []
         for name in _COLLECTIVES:
             fn = getattr(dist, name, None)
             if fn is not None:
                 setattr(dist, name, self._wrap(name, fn))
 
     def _wrap(self, name: str, fn: Any) -> Any:
+        import torch
+
+        at = 1 if name in ("all_gather", "all_gather_single", "all_gather_into_tensor") else 0  # the input tensor
+        kind = "all_gather" if "gather" in name and name not in ("all_gather_object", "gather_object") else name
+
         def counted(*args: Any, **kwargs: Any) -> Any:
             if self.on:
                 self.calls[name] += 1
+                tensor = args[at] if len(args) > at else None
+                size = tensor.numel() * tensor.element_size() if isinstance(tensor, torch.Tensor) else 0
+                self.log.append((kind, size))
             return fn(*args, **kwargs)
 
         return counted
+
+    def record(self, fn: Any) -> list[tuple[str, int]]:
+        """The ``(kind, input bytes)`` of every collective one ``fn()`` issued."""
+        self.log = []
+        self.on = True
+        try:
+            fn()
+        finally:
+            self.on = False
+        return self.log
 
     def measure(self, fn: Any) -> tuple[float, dict[str, int], Any]:
         """Seconds of one ``fn()``, the collectives it issued, and its value."""
