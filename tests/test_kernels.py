@@ -132,3 +132,40 @@ def test_the_fold_takes_the_tree_from_tree_min_states_and_only_for_classes_that_
         fold([sm.MeanSquaredError().update(torch.ones(2), torch.zeros(2))] * 20)
         fold(_moment_states("pearson", folds.TREE_MIN, 0))
     assert seen == [folds.TREE_MIN]
+
+
+# -- order: the sort of the exact curves ---------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 70), cols=st.sampled_from([0, 1, 3]), levels=st.integers(1, 8), seed=st.integers(0, 2**16),
+       dtype=st.sampled_from([torch.float32, torch.float64, torch.float16]), by_numpy=st.booleans())
+def test_the_descending_order_matches_its_twin_up_to_ties(n: int, cols: int, levels: int, seed: int,
+                                                          dtype: torch.dtype, by_numpy: bool) -> None:
+    from unittest import mock
+
+    from scopedmetrics._kernels import order
+    from scopedmetrics.classification import curves
+
+    g = torch.Generator().manual_seed(seed)
+    shape = (n,) if cols == 0 else (n, cols)
+    scores = (torch.randint(0, levels, shape, generator=g) / levels - 0.5).to(dtype)  # many ties, signed zeros
+    positive = torch.rand(shape, generator=g) < 0.4
+    table, hits = scores.reshape(n, max(cols, 1)), positive.reshape(n, max(cols, 1))
+    with mock.patch.object(order, "NUMPY_MIN", 0 if by_numpy else 10**9):
+        fast = order.descending(scores)
+        ranked = curves._ranked(table, hits, None)
+    twin = reference.descending(scores)
+    assert torch.equal(fast.sort(dim=0).values, torch.arange(n).reshape(-1, *([1] * (scores.ndim - 1))).expand(shape))
+    assert torch.equal(scores.gather(0, fast), scores.gather(0, twin))  # the same values in the same order
+    with mock.patch.object(curves, "descending", reference.descending):
+        assert all(torch.equal(a, b) for a, b in zip(ranked, curves._ranked(table, hits, None)))
+
+
+def test_the_descending_order_leaves_nan_to_torch() -> None:
+    from scopedmetrics._kernels import order
+
+    scores = torch.rand(order.NUMPY_MIN + 10, dtype=torch.float64)
+    scores[[3, 500]] = float("nan")
+    assert torch.equal(order.descending(scores), scores.argsort(descending=True))
+    assert torch.isnan(scores[order.descending(scores)][:2]).all()  # NaN first, as torch sorts it

@@ -1,11 +1,13 @@
-"""Counting kernels shared by the metric families: the measured speed tricks, in one place.
+"""Kernels shared by the metric families: the measured speed tricks, in one place.
 
-``counts`` holds the kernels states grow by; ``reference`` holds a plain twin
+``counts`` holds the kernels states grow by, ``folds`` the fold of many whole
+states, ``order`` the sort order of the exact curves; ``reference`` holds a plain twin
 of each (a loop over the samples) that ``tests/test_kernels.py`` compares them
 against on random inputs, every path of each kernel included. See README.md
 for why each trick is here and what it buys.
 """
 
 from scopedmetrics._kernels.counts import bincount, class_counts, ones, tally
+from scopedmetrics._kernels.order import descending
 
-__all__ = ["bincount", "class_counts", "ones", "tally"]
+__all__ = ["bincount", "class_counts", "descending", "ones", "tally"]

@@ -50,3 +50,11 @@ def pairwise_fold(states: list[Any]) -> Any:
         merged = [states[i].merge(states[i + 1]) for i in range(0, len(states) - 1, 2)]
         states = merged + states[len(states) - len(states) % 2 :]
     return states[0]
+
+
+def descending(scores: torch.Tensor) -> torch.Tensor:
+    """Indices that order each column of ``scores`` high to low (ties by position), by Python's sort."""
+    n, width = scores.shape[0], scores[:1].numel()
+    cols = scores.reshape(n, width).T.tolist()
+    order = [sorted(range(n), key=column.__getitem__, reverse=True) for column in cols]
+    return torch.tensor(order, dtype=torch.int64).reshape(width, n).T.reshape(scores.shape)

@@ -49,7 +49,7 @@ from typing import Any, TypeVar, Union
 import torch
 from torch import Tensor
 
-from scopedmetrics._kernels import tally
+from scopedmetrics._kernels import descending, tally
 from scopedmetrics.classification.inputs import (
     _binary_checks,
     _multiclass_checks,
@@ -217,7 +217,7 @@ def _wide(x: Tensor) -> Tensor:
 
 def _distinct(scores: Tensor, positive: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Count false and true positives at each distinct score, highest first: a tie group is one step."""
-    order = scores.argsort(descending=True)
+    order = descending(scores)
     s, y = scores[order], positive[order].long()
     ends = torch.nonzero(s[1:] != s[:-1]).reshape(-1)  # last row of each tie group but the final one
     if len(s):
@@ -256,7 +256,7 @@ def _ranked(scores: Tensor, positive: Tensor, valid: Tensor | None) -> tuple[Ten
     repeated points that add no area.
     """
     n = scores.shape[0]
-    order = scores.argsort(dim=0, descending=True)
+    order = descending(scores)
     s = scores.gather(0, order)
     hit = positive.gather(0, order).long()
     miss = 1 - hit
