@@ -28,14 +28,13 @@ def descending(scores: torch.Tensor) -> torch.Tensor:
         tensor([1, 2, 0])
     """
     if (
-        np is None
-        or scores.shape[0] < NUMPY_MIN
-        or scores.device.type != "cpu"
-        or scores.dtype not in (torch.float32, torch.float64)
-        or torch.compiler.is_compiling()
+        np is not None
+        and scores.shape[0] >= NUMPY_MIN
+        and scores.device.type == "cpu"
+        and scores.dtype in (torch.float32, torch.float64)
+        and not torch.compiler.is_compiling()
     ):
-        return scores.argsort(dim=0, descending=True)
-    a = scores.detach().numpy()
-    if np.isnan(a).any():
-        return scores.argsort(dim=0, descending=True)
-    return torch.from_numpy(np.argsort(-a, axis=0)).to(torch.int64)
+        a = scores.detach().numpy()
+        if not np.isnan(a).any():
+            return torch.from_numpy(np.argsort(-a, axis=0)).to(torch.int64)
+    return scores.argsort(dim=0, descending=True)
