@@ -452,8 +452,9 @@ def _join_cat(
     size = dtype.itemsize  # pieces start 16-aligned in rows of a multiple of 16 bytes: readable as ``dtype``
     n = meta[full, 3] // size
     first = starts[full] // size + full * (rows.shape[1] // size)  # each piece's first element in the flat buffer
-    index = torch.repeat_interleave(first - (n.cumsum(0) - n), n) + torch.arange(int(n.sum()))
-    held = rows.reshape(-1).view(dtype)[index.to(rows.device)]
+    total = int(n.sum())
+    index = torch.repeat_interleave(first - (n.cumsum(0) - n), n, output_size=total) + torch.arange(total)
+    held = rows.reshape(-1).view(dtype).index_select(0, index.to(rows.device))
     return held.reshape(-1, *meta[full[0], 4 : 3 + ndim].tolist())
 
 

@@ -253,21 +253,29 @@ def _ranked(scores: Tensor, positive: Tensor, valid: Tensor | None) -> tuple[Ten
 
     Every member of a tie group carries the counts at the group's end, so that
     the curve through all rows is the curve through the distinct scores, with
-    repeated points that add no area.
+    repeated points that add no area. The last row holds each column's totals.
     """
     n = scores.shape[0]
     order = descending(scores)
-    s = scores.gather(0, order)
-    hit = positive.gather(0, order).long()
-    miss = 1 - hit
+    s = _take(scores, order)
+    hit = _take(positive, order).long()
     if valid is not None:
-        v = valid.gather(0, order).long()
-        hit, miss = hit * v, miss * v
+        v = _take(valid, order).long()
+        hit = hit * v
     last = torch.ones_like(s, dtype=torch.bool)
     last[:-1] = s[1:] != s[:-1]
     rows = torch.arange(n, device=s.device).unsqueeze(1).expand_as(s)
     end = torch.where(last, rows, n).flip(0).cummin(0).values.flip(0)
-    return hit.cumsum(0).gather(0, end), miss.cumsum(0).gather(0, end)
+    tps = _take(hit.cumsum(0), end)
+    seen = end + 1 if valid is None else _take(v.cumsum(0), end)  # rows counted down to each group's end
+    return tps, seen - tps
+
+
+def _take(x: Tensor, index: Tensor) -> Tensor:
+    """``x.gather(0, index)``; one column by ``index_select`` of the flat column (2-4x faster on the CPU)."""
+    if x.shape[1] == 1:
+        return x.view(-1).index_select(0, index.view(-1)).view(-1, 1)
+    return x.gather(0, index)
 
 
 def _by_columns(fn: ColumnFn) -> ColumnFn:
@@ -293,9 +301,8 @@ _BLOCK = 1 << 22  # scores sorted at once by the exact per-column metrics
 def _exact_auroc(scores: Tensor, positive: Tensor, valid: Tensor | None) -> Tensor:
     """Exact AUROC of every column of ``scores`` (N, C); 0 where a column lacks a class."""
     tps, fps = _ranked(scores, positive, valid)
-    ok = torch.ones_like(positive) if valid is None else valid
-    tpr = _wide(tps) / (positive & ok).sum(0).clamp(min=1)
-    fpr = _wide(fps) / (~positive & ok).sum(0).clamp(min=1)
+    tpr = _wide(tps) / tps[-1:].clamp(min=1)  # the last row holds the totals
+    fpr = _wide(fps) / fps[-1:].clamp(min=1)
     zero = tpr.new_zeros(1, scores.shape[1])
     return torch.trapezoid(torch.cat([zero, tpr]), torch.cat([zero, fpr]), dim=0).float()
 
@@ -304,8 +311,7 @@ def _exact_auroc(scores: Tensor, positive: Tensor, valid: Tensor | None) -> Tens
 def _exact_ap(scores: Tensor, positive: Tensor, valid: Tensor | None) -> Tensor:
     """Exact average precision of every column of ``scores`` (N, C); 0 where it has no positives."""
     tps, fps = _ranked(scores, positive, valid)
-    ok = torch.ones_like(positive) if valid is None else valid
-    recall = _wide(tps) / (positive & ok).sum(0).clamp(min=1)
+    recall = _wide(tps) / tps[-1:].clamp(min=1)  # the last row holds the positives
     precision = _wide(tps) / (tps + fps).clamp(min=1)
     before = torch.cat([recall.new_zeros(1, scores.shape[1]), recall[:-1]])
     return ((recall - before) * precision).sum(0).float()
