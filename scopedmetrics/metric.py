@@ -60,6 +60,7 @@ def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             _NESTING.depth = depth
 
+    wrapper._sm_wrapped = True  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -92,6 +93,7 @@ def _folding(update: Callable[..., Any], own_mask: bool) -> Callable[..., Any]:
         finally:
             _set_grad(True)
 
+    wrapper._sm_wrapped = True  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -199,12 +201,14 @@ class Metric:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "compute" in cls.__dict__:
-            cls.compute = _reducing(cls.__dict__["compute"])  # type: ignore[method-assign]
-        if "update" in cls.__dict__:
-            own = cls.__dict__["update"]
-            cls._delegate = getattr(own, "_sm_delegate", None)  # an update of its own delegates nothing
-            cls.update = _folding(own, "mask" in inspect.signature(own).parameters)  # type: ignore[method-assign]
+        # Own or inherited: a compute or update that a mixin (not a Metric) brings is wrapped too,
+        # or its compute would read this rank's state alone.
+        compute, update = cls.compute, cls.update
+        if compute is not Metric.compute and not getattr(compute, "_sm_wrapped", False):
+            cls.compute = _reducing(compute)  # type: ignore[method-assign]
+        if update is not Metric.update and not getattr(update, "_sm_wrapped", False):
+            cls._delegate = getattr(update, "_sm_delegate", None)  # an update of its own delegates nothing
+            cls.update = _folding(update, "mask" in inspect.signature(update).parameters)  # type: ignore[method-assign]
         if "merge" in cls.__dict__ and "_merge_stacks" not in cls.__dict__:
             cls._merge_stacks = False  # a merge of its own takes stacked states only where its class says so
         if not cls._custom_tree:

@@ -108,6 +108,33 @@ def test_compute_reduces_exactly_once_even_with_nested_and_super_calls() -> None
     assert sorted(calls) == sorted(["max", "max", "sum", "sum", "cat"])
 
 
+class _Totals:
+    """A mixin (not a Metric) bringing ``update`` and ``compute``: they must reduce and fold like a metric's own."""
+
+    def update(self, x: torch.Tensor) -> Any:
+        return self.replace(total=self.total + x.sum())  # type: ignore[attr-defined]
+
+    def compute(self) -> torch.Tensor:
+        return self.total  # type: ignore[attr-defined, no-any-return]
+
+
+class MixedSum(_Totals, sm.Metric):
+    total: torch.Tensor = sm.state("sum", default=0.0)
+
+
+def mixed_sum_case(rank: int) -> tuple[float, bool]:
+    m = MixedSum().update(torch.tensor([float(rank + 1)], requires_grad=True))
+    return float(m.compute()), m.total.requires_grad
+
+
+def test_compute_and_update_from_a_mixin_reduce_and_fold_too(world: Any) -> None:
+    assert world.run(mixed_sum_case, 3) == [(6.0, False)] * 3  # every rank's sum, no autograd history
+    reduced = MixedSum().update(torch.ones(2)).reduce()
+    with pytest.raises(ValueError, match="MixedSum.update: this metric is reduced"):
+        reduced.update(torch.ones(1))
+    assert float(MixedSum().update(torch.ones(3), mask=torch.tensor([True, False, True])).compute()) == 2.0
+
+
 def test_reduce_marks_and_a_reduced_metric_is_final() -> None:
     calls = []
     m = MeanSquaredError().update(torch.ones(1), torch.zeros(1))
