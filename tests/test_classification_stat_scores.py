@@ -547,7 +547,7 @@ def test_state_is_per_class_int64_whatever_the_average() -> None:
     for average in AVERAGES:
         m = MulticlassPrecision(num_classes=5, average=average)
         state = {k: (v.dtype, tuple(v.shape)) for k, v in m.state_dict().items()}
-        assert state == {"stats.counts": (torch.int64, (3, 5))}
+        assert state == {"stats.counts": (torch.int64, (5, 3))}
     assert list(BinaryF1Score().state_dict()) == ["stats.tp", "stats.fp", "stats.tn", "stats.fn"]
     assert all(v.shape == () and v.dtype == torch.int64 for v in BinaryF1Score().state_dict().values())
     assert all(v.shape == (3,) for v in MultilabelRecall(num_labels=3).state_dict().values())
@@ -563,11 +563,20 @@ def test_counts_give_tn_and_fn_per_class() -> None:
         assert int(m.tn[j]) == int(((p != j) & (y != j)).sum())
 
 
-def test_validate_args_false_out_of_range_label_names_the_metric() -> None:
-    m = MulticlassAccuracy(num_classes=3, validate_args=False)
-    for preds, target in ((torch.tensor([0, 1]), torch.tensor([0, 3])), (torch.tensor([0, 1]), torch.tensor([-1, 0]))):
-        with pytest.raises(ValueError, match=r"MulticlassAccuracy.*`preds` or `target`.*outside \[0, 3\)"):
-            m.update(preds, target)
+@pytest.mark.parametrize("ignore_index", [None, -100])  # -100: the masked path, nothing ignored
+@pytest.mark.parametrize(("preds", "target"), [
+    ([0, 1], [0, 3]), ([0, 1], [-1, 0]),  # a target out of range
+    ([0, 3], [0, 1]), ([0, 4], [0, 2]), ([0, 5], [0, 0]),  # a miss predicted past the end
+    ([0, -1], [0, 2]), ([0, -3], [0, 0]),  # a negative prediction
+    ([0, 3], [0, 3]),  # a hit out of range
+])
+def test_validate_args_false_out_of_range_label_names_the_metric(
+    preds: list[int], target: list[int], ignore_index: int | None
+) -> None:
+    # the rows used to be (3, C) side by side: a miss predicted as 3 counted as class 0's support, without an error
+    m = MulticlassAccuracy(num_classes=3, validate_args=False, ignore_index=ignore_index)
+    with pytest.raises(ValueError, match=r"MulticlassAccuracy.*`preds` or `target`.*outside \[0, 3\)"):
+        m.update(torch.tensor(preds), torch.tensor(target))
     assert int(m.stats.counts.sum()) == 0
 
 
@@ -803,6 +812,6 @@ def test_pickle_state_dict_reset_round_trip() -> None:
     assert_close(pickle.loads(pickle.dumps(m)).compute(), expected)
     fresh = m.reset()
     assert (fresh.num_classes, fresh.beta, fresh.average, fresh.ignore_index) == (C, 2.0, "weighted", -1)
-    assert_close(fresh.state_dict(), {"stats.counts": torch.zeros(3, C, dtype=torch.long)})
+    assert_close(fresh.state_dict(), {"stats.counts": torch.zeros(C, 3, dtype=torch.long)})
     assert_close(fresh.load_state_dict(m.state_dict()).compute(), expected)
     assert_close(m.to(torch.float64).compute(), expected)

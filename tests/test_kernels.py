@@ -62,7 +62,7 @@ def test_class_counts_every_path_matches_its_twin(n: int, c: int, seed: int, mas
     g = torch.Generator().manual_seed(seed)
     p, t = torch.randint(0, c, (n,), generator=g), torch.randint(0, c, (n,), generator=g)
     keep = torch.rand(n, generator=g) < 0.7 if masked else None
-    old = torch.randint(0, 5, (3, c), generator=g)
+    old = torch.randint(0, 5, (c, 3), generator=g)
     want = reference.class_counts(old, p, t, keep, c)
     with pytest.MonkeyPatch.context() as patch:
         for confusion_min in (kernels.CONFUSION_MIN, 0):  # 0: n >= c * c counts the confusion matrix
@@ -73,12 +73,28 @@ def test_class_counts_every_path_matches_its_twin(n: int, c: int, seed: int, mas
         assert torch.equal(_kernels.class_counts(old, p, torch.where(keep, t, -7), keep, c), want)
 
 
-def test_ones_are_cached_per_size_and_bounded() -> None:
+@pytest.mark.parametrize("bad", [-4, -3, -1, 3, 4, 5, 6, 9])
+@pytest.mark.parametrize("where", ["p_hit", "p_miss", "t"])
+def test_class_counts_on_the_index_add_path_refuses_every_label_out_of_range(bad: int, where: str) -> None:
+    # with rows (3, C), a miss predicted as c or c + 1 counted as the support of class 0 or 1: no error
+    p, t = torch.tensor([0, 1, 2]), torch.tensor([0, 1, 2])
+    if where == "p_hit":
+        p, t = torch.tensor([0, bad, 2]), torch.tensor([0, bad, 2])
+    elif where == "p_miss":
+        p = torch.tensor([0, bad, 2])
+    else:
+        t = torch.tensor([0, bad, 2])
+    with pytest.raises(IndexError):
+        _kernels.class_counts(torch.zeros(3, 3, dtype=torch.long), p, t, None, 3)
+
+
+def test_full_is_cached_per_size_and_bounded() -> None:
     cpu = torch.device("cpu")
-    assert _kernels.ones(4, torch.long, cpu) is _kernels.ones(4, torch.long, cpu)
+    assert _kernels.full(4, 1, torch.long, cpu) is _kernels.full(4, 1, torch.long, cpu)
+    assert torch.equal(_kernels.full(4, 2, torch.long, cpu), torch.full((4,), 2))
     for n in range(100):
-        _kernels.ones(n, torch.int32, cpu)
-    assert len(kernels._ONES) <= 64
+        _kernels.full(n, 1, torch.int32, cpu)
+    assert len(kernels._FULL) <= 64
 
 
 _STACKING = {

@@ -7,7 +7,7 @@ against on random inputs, every path of each kernel included. See README.md
 for why each trick is here and what it buys.
 """
 
-from scopedmetrics._kernels.counts import bincount, class_counts, ones, tally
+from scopedmetrics._kernels.counts import bincount, class_counts, full, tally
 from scopedmetrics._kernels.order import descending
 
-__all__ = ["bincount", "class_counts", "descending", "ones", "tally"]
+__all__ = ["bincount", "class_counts", "descending", "full", "tally"]

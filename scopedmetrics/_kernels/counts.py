@@ -15,24 +15,24 @@ import torch
 INDEX_ADD_MAX = 1 << 16  # above this many samples ``tally`` takes one bincount pass on the CPU too
 CONFUSION_MIN = 1 << 13  # from this many samples (and c * c) ``class_counts`` counts a confusion matrix
 
-_ONES: dict[tuple[int, torch.dtype, torch.device], torch.Tensor] = {}
+_FULL: dict[tuple[int, int, torch.dtype, torch.device], torch.Tensor] = {}
 
 
-def ones(n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """``n`` ones, made once per size: the read-only source of counting ``index_add`` calls.
+def full(n: int, value: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``n`` copies of ``value``, made once per size: read-only operands of the counting ``index_add`` calls.
 
     Examples:
-        >>> ones(3, torch.long, torch.device("cpu"))
+        >>> full(3, 1, torch.long, torch.device("cpu"))
         tensor([1, 1, 1])
     """
     if torch.compiler.is_compiling():  # no global state inside a traced function
-        return torch.ones(n, dtype=dtype, device=device)
-    key = (n, dtype, device)
-    found = _ONES.get(key)
+        return torch.full((n,), value, dtype=dtype, device=device)
+    key = (n, value, dtype, device)
+    found = _FULL.get(key)
     if found is None:
-        if len(_ONES) >= 64:  # batch sizes that keep changing: do not hoard
-            _ONES.clear()
-        found = _ONES[key] = torch.ones(n, dtype=dtype, device=device)
+        if len(_FULL) >= 64:  # batch sizes that keep changing: do not hoard
+            _FULL.clear()
+        found = _FULL[key] = torch.full((n,), value, dtype=dtype, device=device)
     return found
 
 
@@ -55,7 +55,7 @@ def tally(counts: torch.Tensor, index: torch.Tensor, keep: torch.Tensor | None =
     if not flat.is_cpu or index.shape[0] > INDEX_ADD_MAX:  # bincount is the faster pass over many samples
         return counts + bincount(index, flat.shape[0], keep).view_as(counts)
     if keep is None:
-        src = ones(index.shape[0], flat.dtype, flat.device)
+        src = full(index.shape[0], 1, flat.dtype, flat.device)
     else:
         keep = keep.flatten()
         src, index = keep.to(flat.dtype), index.where(keep, 0)
@@ -86,41 +86,49 @@ def class_counts(
     c: int,
     index_add: bool | None = None,
 ) -> torch.Tensor:
-    """``counts`` (rows: tp, fp, support) plus those of a batch of labels.
+    """``counts`` (``(C, 3)``: per class tp, fp, support) plus those of a batch of labels.
 
-    Each sample adds one to its prediction's ``tp`` (hit) or ``fp`` (miss) row
-    and one to its target's support. On the CPU that is two ``index_add`` of
-    ones, which raise ``IndexError`` on a label out of range; small batches pay
-    per tensor op (1-2 µs each), so fewer ops is what makes this fast. A batch
-    of at least ``CONFUSION_MIN`` and ``c * c`` samples counts the confusion
-    matrix instead (one pass, which wins from about 8k samples). Other devices,
-    where an out-of-range ``index_add`` is a device-side assert, ``tally`` both
-    rows at once, which takes a ``bincount`` there (``index_add=None`` picks by
-    device).
+    Each sample adds one to its prediction's ``tp`` (hit) or ``fp`` (miss) and
+    one to its target's support. The columns interleave, so class ``k``'s
+    entries are the flat positions ``3k``, ``3k + 1``, ``3k + 2``: a label
+    outside ``[0, c)`` lands outside ``[0, 3c)`` whichever column it adds to,
+    and on the CPU the two ``index_add`` of ones raise ``IndexError`` for it
+    (with the rows ``(3, C)`` a miss predicted as ``c`` would count as class
+    0's support). Small batches pay per tensor op (1-2 µs each), so fewer ops
+    is what makes this fast. A batch of at least ``CONFUSION_MIN`` and ``c * c``
+    samples counts the confusion matrix instead (one pass, which wins from
+    about 8k samples). Other devices, where an out-of-range ``index_add`` is a
+    device-side assert, ``tally`` both columns at once, which takes a
+    ``bincount`` there (``index_add=None`` picks by device).
 
     Examples:
         >>> import torch
         >>> zero = torch.zeros(3, 3, dtype=torch.long)
         >>> p, t = torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0])
         >>> class_counts(zero, p, t, None, 3)
-        tensor([[1, 1, 1],
-                [0, 1, 0],
-                [2, 1, 1]])
+        tensor([[1, 0, 2],
+                [1, 1, 1],
+                [1, 0, 1]])
         >>> torch.equal(class_counts(zero, p, t, None, 3, index_add=False), class_counts(zero, p, t, None, 3))
         True
+        >>> class_counts(zero, torch.tensor([3]), torch.tensor([0]), None, 3)
+        Traceback (most recent call last):
+        ...
+        IndexError: index out of range in self
     """
     if p.shape[0] >= max(c * c, CONFUSION_MIN):
         cm = bincount(torch.add(p, t, alpha=c), c * c, keep).view(c, c)  # index t * c + p
         hits = cm.diagonal()
-        return counts + torch.stack([hits, cm.sum(0) - hits, cm.sum(1)])
-    # p on a hit (tp row), c + p on a miss (fp row); the miss as int64: a bool operand is cast per element (~3 us)
-    rows = torch.add(p, (p != t).long(), alpha=c)
-    if not (counts.is_cpu if index_add is None else index_add):  # both rows in one tally (a bincount there)
-        return tally(counts, torch.cat([rows, t + 2 * c]), None if keep is None else keep.repeat(2))
+        return counts + torch.stack([hits, cm.sum(0) - hits, cm.sum(1)], dim=1)
+    n = p.shape[0]
+    rows = torch.add(p != t, p, alpha=3)  # 3p on a hit (tp), 3p + 1 on a miss (fp)
+    support = torch.add(full(n, 2, t.dtype, t.device), t, alpha=3)  # 3t + 2
+    if not (counts.is_cpu if index_add is None else index_add):  # both columns in one tally (a bincount there)
+        return tally(counts, torch.cat([rows, support]), None if keep is None else keep.repeat(2))
     if keep is None:
-        one = ones(p.shape[0], counts.dtype, p.device)
+        one = full(n, 1, counts.dtype, p.device)
     else:
-        one, t, rows = keep.to(counts.dtype), t.where(keep, 0), rows.where(keep, 0)
-    new = counts.view(-1).index_add(0, rows, one).view(3, c)
-    new[2].index_add_(0, t, one)
-    return new
+        one, rows, support = keep.to(counts.dtype), rows.where(keep, 0), support.where(keep, 0)
+    new = counts.view(-1).index_add(0, rows, one)
+    new.index_add_(0, support, one)
+    return new.view(c, 3)

@@ -34,13 +34,13 @@ def tally(counts: torch.Tensor, index: torch.Tensor, keep: torch.Tensor | None =
 def class_counts(
     counts: torch.Tensor, p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None, c: int
 ) -> torch.Tensor:
-    """``counts`` (rows: tp, fp, support per class) plus one batch of labels ``p`` (predicted), ``t`` (true)."""
+    """``counts`` (``(C, 3)``: tp, fp, support per class) plus one batch of labels ``p`` (predicted), ``t`` (true)."""
     rows = counts.tolist()
     kept = [True] * p.numel() if keep is None else keep.tolist()
     for pi, ti, k in zip(p.tolist(), t.tolist(), kept):
         if k:
-            rows[0 if pi == ti else 1][pi] += 1
-            rows[2][ti] += 1
+            rows[pi][0 if pi == ti else 1] += 1
+            rows[ti][2] += 1
     return torch.tensor(rows, dtype=counts.dtype)
 
 

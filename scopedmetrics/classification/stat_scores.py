@@ -202,22 +202,24 @@ class BinaryCounts(Metric):
 class MulticlassCounts(Metric):
     """Per-class counts of a multiclass task: the ``stats`` every multiclass stat score holds.
 
-    The state is one ``(3, C)`` int64 ``counts``: per class ``tp``, ``fp`` and
+    The state is one ``(C, 3)`` int64 ``counts``: per class ``tp``, ``fp`` and
     the support (``tp + fn``); ``fn`` and ``tn`` follow from them, since every
     sample has exactly one target. One leaf instead of four is what keeps a
-    small-batch update to a few tensor ops. With ``num_classes=None`` (micro
-    averages only) ``counts`` is ``(3, 1)``: the hits, the misses and the
-    samples, summed over whatever classes the data holds. ``compute`` gives
-    ``[tp, fp, tn, fn, support]`` per class, ``(C, 5)``.
+    small-batch update to a few tensor ops, and a class's three counts side by
+    side is what lets the counting refuse every label out of range
+    (``class_counts``). With ``num_classes=None`` (micro averages only)
+    ``counts`` is ``(1, 3)``: the hits, the misses and the samples, summed over
+    whatever classes the data holds. ``compute`` gives ``[tp, fp, tn, fn,
+    support]`` per class, ``(C, 5)``.
 
     Examples:
         >>> import torch
         >>> from scopedmetrics.classification.stat_scores import MulticlassCounts
         >>> m = MulticlassCounts(num_classes=3).update(torch.tensor([2, 1, 0, 1]), torch.tensor([2, 1, 0, 0]))
         >>> m.counts
-        tensor([[1, 1, 1],
-                [0, 1, 0],
-                [2, 1, 1]])
+        tensor([[1, 0, 2],
+                [1, 1, 1],
+                [1, 0, 1]])
         >>> m.tn
         tensor([2, 2, 3])
     """
@@ -227,7 +229,7 @@ class MulticlassCounts(Metric):
     multidim_average: str = static(default="global")
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
-    counts: torch.Tensor = state("sum", init=lambda m: torch.zeros(3, m.num_classes or 1, dtype=torch.long))
+    counts: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.num_classes or 1, 3, dtype=torch.long))
 
     def __post_init__(self) -> None:
         _check_multiclass(self)
@@ -254,42 +256,40 @@ class MulticlassCounts(Metric):
     def compute(self) -> torch.Tensor:
         if self.num_classes is None:
             raise ValueError("MulticlassCounts.compute: with num_classes=None the counts are not per class")
-        return torch.stack([self.tp, self.fp, self.tn, self.fn, self.counts[2]], dim=-1)
+        return torch.stack([self.tp, self.fp, self.tn, self.fn, self.counts[:, 2]], dim=-1)
 
     @property
     def tp(self) -> torch.Tensor:
         """True positives per class."""
-        return self.counts[0]
+        return self.counts[:, 0]
 
     @property
     def fp(self) -> torch.Tensor:
         """False positives per class."""
-        return self.counts[1]
+        return self.counts[:, 1]
 
     @property
     def fn(self) -> torch.Tensor:
         """False negatives per class: support minus true positives."""
-        return self.counts[2] - self.counts[0]
+        return self.counts[:, 2] - self.counts[:, 0]
 
     @property
     def tn(self) -> torch.Tensor:
         """True negatives per class: the samples neither labelled nor predicted as the class."""
-        support = self.counts[2]
-        return support.sum() - support - self.counts[1]
+        support = self.counts[:, 2]
+        return support.sum() - support - self.counts[:, 1]
 
 
 def _micro_counts(counts: torch.Tensor, p: torch.Tensor, t: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
-    """``(3, 1)`` counts (hits, misses, samples) plus those of a batch of labels, for ``num_classes=None``.
+    """``(1, 3)`` counts (hits, misses, samples) plus those of a batch of labels, for ``num_classes=None``.
 
     Examples:
         >>> import torch
-        >>> _micro_counts(torch.zeros(3, 1, dtype=torch.long), torch.tensor([7, 1, 0]), torch.tensor([7, 2, 0]), None)
-        tensor([[2],
-                [1],
-                [3]])
+        >>> _micro_counts(torch.zeros(1, 3, dtype=torch.long), torch.tensor([7, 1, 0]), torch.tensor([7, 2, 0]), None)
+        tensor([[2, 1, 3]])
     """
     hits, misses = bincount((p != t).long(), 2, keep).unbind(0)
-    return counts + torch.stack([hits, misses, hits + misses]).view(3, 1)
+    return counts + torch.stack([hits, misses, hits + misses]).view(1, 3)
 
 
 def _label_zeros(m: Any) -> torch.Tensor:

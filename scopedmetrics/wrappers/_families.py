@@ -218,16 +218,16 @@ def _multiclass_counts(stacked: M, template: M, g: GroupIds, preds: Any, target:
     if group is None:
         return None
     counts: torch.Tensor = stacked.counts  # type: ignore[attr-defined]
-    if c is None:  # (3, 1): hits, misses, samples
+    if c is None:  # (1, 3): hits, misses, samples
         hm = bincount(group * 2 + (p != t), 2 * n, keep).view(n, 2)
-        return stacked.replace(counts=counts + torch.stack([hm[:, 0], hm[:, 1], hm.sum(1)], 1).view(n, 3, 1))
+        return stacked.replace(counts=counts + torch.stack([hm[:, 0], hm[:, 1], hm.sum(1)], 1).view(n, 1, 3))
     if not template.validate_args and not _labels_in_range(p, t, keep, c):  # type: ignore[attr-defined]
         return None  # the metric's own update names the bad label
     base = group * (3 * c)
-    rows = base + p + (p != t) * c  # tp row on a hit, fp row on a miss
-    support = base + 2 * c + t
+    rows = base + 3 * p + (p != t)  # tp on a hit, fp on a miss
+    support = base + 3 * t + 2
     both_keep = None if keep is None else keep.repeat(2)
-    add = bincount(torch.cat([rows, support]), 3 * c * n, both_keep).view(n, 3, c)
+    add = bincount(torch.cat([rows, support]), 3 * c * n, both_keep).view(n, c, 3)
     return stacked.replace(counts=counts + add)
 
 
