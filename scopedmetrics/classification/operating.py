@@ -120,10 +120,6 @@ def _specificity_at_sensitivity(fpr: Tensor, tpr: Tensor, thresholds: Tensor, fl
     return _at_floor(1 - fpr, tpr, thresholds, floor)
 
 
-def _binary_point(m: Any, pr: bool, reduce: Reduce, floor: float) -> Point:
-    return reduce(*_binary_curve(m, pr), floor)
-
-
 def _per_column_point(m: Any, pr: bool, reduce: Reduce, floor: float) -> Point:
     """The point of every class (one-vs-rest) or label, stacked into two ``(C,)`` tensors."""
     if m.thresholds is None:
@@ -140,7 +136,9 @@ class _Floor:
     """What an operating point class names in ``_point``: its floor field, its curve, the rule.
 
     The curve is the precision-recall curve for ``True``, else the ROC; the
-    rule reads the point off the curve at the floor.
+    rule reads the point off the curve at the floor. ``compute`` lives here,
+    for the three tasks: a metric class that inherits it wraps it as its own
+    (reduce first), like any ``compute`` its bases bring.
     """
 
     _point: ClassVar[tuple[str, bool, Reduce]]
@@ -149,26 +147,25 @@ class _Floor:
         super().__post_init__()  # type: ignore[misc]  # the curve's, next in the metric's MRO
         _check_floor(self, self._point[0])
 
+    def compute(self) -> Point:
+        """Return ``(value, threshold)`` over every sample seen: 0-d for binary, else per class or label."""
+        floor, pr, rule = self._point
+        if isinstance(self, _BinaryCurve):
+            return rule(*_binary_curve(self, pr), getattr(self, floor))
+        return _per_column_point(self, pr, rule, getattr(self, floor))
+
 
 class _BinaryPoint(_Floor, _BinaryCurve):
-    def compute(self) -> Point:
-        """Return ``(value, threshold)`` over every sample seen."""
-        floor, pr, rule = self._point
-        return _binary_point(self, pr, rule, getattr(self, floor))
+    pass
 
 
 class _MulticlassPoint(_Floor, _MulticlassCurve):
-    def compute(self) -> Point:
-        """Return per-class ``(value, threshold)`` over every sample seen (one-vs-rest)."""
-        floor, pr, rule = self._point
-        return _per_column_point(self, pr, rule, getattr(self, floor))
+    pass
 
 
 class _MultilabelPoint(_Floor, _MultilabelCurve):
-    def compute(self) -> Point:
-        """Return per-label ``(value, threshold)`` over every sample seen."""
-        floor, pr, rule = self._point
-        return _per_column_point(self, pr, rule, getattr(self, floor))
+    pass
+
 
 # -- recall at fixed precision ---------------------------------------------------
 
