@@ -91,3 +91,30 @@ def test_device_checks_leave_cpu_tensors_to_the_checks_that_raise_at_once() -> N
 def test_device_checks_refuses_a_non_bool() -> None:
     with pytest.raises(TypeError, match="device_checks: argument `enabled` must be a bool"), sm.device_checks(1):  # type: ignore[arg-type]
         pass
+
+
+_INF, _NAN, _BIG = float("inf"), float("nan"), 3e38  # three of _BIG overflow a float32 sum
+
+
+@pytest.mark.parametrize(("row", "nan_free", "finite"), [
+    ([0.5, -1.0, 2.0], True, True),
+    ([_BIG, _BIG, _BIG], True, True),  # the sum overflows; every term is finite
+    ([_INF, 1.0, 2.0], True, False),
+    ([_INF, -_INF, 2.0], True, False),  # the sum is NaN; no term is
+    ([_NAN, 1.0, 2.0], False, False),
+    ([-_INF, _NAN, _INF], False, False),
+])
+def test_the_nan_check_decides_by_the_sum_and_looks_closer_when_it_is_not_finite(
+    row: list[float], nan_free: bool, finite: bool
+) -> None:
+    from scopedmetrics.classification import BinaryAUROC, MulticlassAccuracy
+
+    scores, target = torch.tensor([row, [0.1, 0.2, 0.3]]), torch.tensor([0, 1])
+    calls = [lambda: MulticlassAccuracy(num_classes=3).update(scores, target),  # NaN refused, infinities kept
+             lambda: BinaryAUROC().update(scores.reshape(-1), torch.zeros(6, dtype=torch.long))]  # both refused
+    for call, ok in zip(calls, (nan_free, finite)):
+        if ok:
+            call()
+        else:
+            with pytest.raises(ValueError, match="argument `preds` contains (NaN|non-finite values)"):
+                call()

@@ -197,18 +197,26 @@ def _extremes_within(x: torch.Tensor, high: int | None, ignore: int | None) -> b
 
 
 def _no_nan(owner: Any, preds: torch.Tensor, finite: bool = False) -> None:
-    # One aminmax decides: NaN propagates to both extremes, and an infinity is an extreme.
-    if _checks.asserting(preds):
-        ok = preds.isfinite().all() if finite else ~preds.isnan().any()
-        problem = "contains " + ("non-finite values" if finite else "NaN")
+    """Refuse NaN in ``preds`` (``finite``: any non-finite value).
+
+    One sum and one host read decide the common case: NaN propagates through a
+    sum, and a finite sum has only finite terms. A sum that is infinite or NaN
+    without a NaN term (an infinity, an overflow, ``inf`` and ``-inf``) is
+    looked at closer.
+    """
+    device = _checks.asserting(preds)
+    if not device:
+        if preds.numel() == 0:
+            return
+        total = preds.sum().item()
+        if math.isfinite(total) or (not finite and not math.isnan(total)):
+            return
+    ok = preds.isfinite().all() if finite else ~preds.isnan().any()
+    problem = "contains " + ("non-finite values" if finite else "NaN")
+    if device:
         torch._assert_async(ok, str(input_error(owner, "preds", problem)))
-        return
-    if preds.numel() == 0:
-        return
-    low, high = _extremes(preds)
-    bad = not (math.isfinite(low) and math.isfinite(high)) if finite else math.isnan(low) or math.isnan(high)
-    if bad:
-        raise input_error(owner, "preds", "contains " + ("non-finite values" if finite else "NaN"))
+    elif not bool(ok):
+        raise input_error(owner, "preds", problem)
 
 
 def _binary_checks(owner: Any, preds: Any, target: Any, scores_only: bool = False, nan: bool = True) -> None:
