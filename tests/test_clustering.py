@@ -69,7 +69,8 @@ def test_equals_torchmetrics(name: str, kw: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(("name", "kw"), CONFIGS, ids=IDS)
-@pytest.mark.parametrize("case", ["one_cluster_both", "one_cluster_pred", "all_singletons", "identical", "two"])
+@pytest.mark.parametrize("case", ["one_cluster_both", "one_cluster_pred", "one_cluster_pred_10", "one_cluster_target",
+                                  "all_singletons", "identical", "two"])
 def test_degenerate_labelings_as_sklearn(name: str, kw: dict[str, Any], case: str) -> None:
     if name == "AdjustedMutualInfoScore" and case == "all_singletons" and kw.get("average_method") == "min":
         # 0/0: mutual information, its expectation and the normalizer are all equal; sklearn's -1 is its rounding,
@@ -81,11 +82,17 @@ def test_degenerate_labelings_as_sklearn(name: str, kw: dict[str, Any], case: st
     n = 6
     target = torch.tensor([0, 0, 1, 1, 2, 2])
     preds = {"one_cluster_both": torch.zeros(n, dtype=torch.long), "one_cluster_pred": torch.zeros(n, dtype=torch.long),
-             "all_singletons": torch.arange(n), "identical": target + 10, "two": torch.tensor([4, 4])}[case]
+             "all_singletons": torch.arange(n), "identical": target + 10, "two": torch.tensor([4, 4]),
+             "one_cluster_target": torch.tensor([0, 0, 1, 1, 2, 2]),
+             "one_cluster_pred_10": torch.zeros(10, dtype=torch.long)}[case]
     if case == "one_cluster_both":
         target = torch.full((n,), 3)
     if case == "two":
         target = torch.tensor([1, 2])
+    if case == "one_cluster_pred_10":  # its mutual information computed to 4e-16, not 0: NMI was -inf, AMI 2.2
+        target = torch.tensor([3, 1, 2, 1, 3, 1, 3, 0, 0, 3])
+    if case == "one_cluster_target":
+        target = torch.zeros(n, dtype=torch.long)
     with sm.use_reducer(sm.local()):
         ours = getattr(smcl, name)(**kw).update(preds, target).compute()
     assert_close(ours, torch.tensor(sklearn_value(name, preds, target, **kw)), atol=1e-6)

@@ -72,10 +72,21 @@ def _entropy(sizes: torch.Tensor) -> torch.Tensor:
     return -(p * p.log()).sum() if p.numel() else torch.zeros((), dtype=sizes.dtype, device=sizes.device)
 
 
+def _one_cluster(table: torch.Tensor) -> bool:
+    """Whether either labeling of a contingency table (every row and column seen) holds at most one cluster.
+
+    Such a labeling shares no information with any other: its mutual
+    information, and so the expected one, is exactly 0 (scikit-learn's rule).
+    Computed, the sums leave rounding of about 1e-16, and a normaliser of 0
+    (the geometric or min mean with that labeling's entropy) would blow it up.
+    """
+    return table.shape[0] <= 1 or table.shape[1] <= 1
+
+
 def _mutual_info(table: torch.Tensor) -> torch.Tensor:
-    """Mutual information (nats) of a float64 contingency table; 0 for an empty one."""
+    """Mutual information (nats) of a float64 contingency table; 0 for an empty one or one cluster on a side."""
     n = table.sum()
-    if n == 0:
+    if n == 0 or _one_cluster(table):
         return torch.zeros((), dtype=table.dtype, device=table.device)
     a, b = table.sum(1, keepdim=True), table.sum(0, keepdim=True)
     nz = table > 0
@@ -96,6 +107,8 @@ def _generalized_mean(x: torch.Tensor, y: torch.Tensor, method: str) -> torch.Te
 
 def _expected_mutual_info(table: torch.Tensor) -> torch.Tensor:
     """Expected mutual information of two random labelings with the table's marginals (Vinh et al., 2010)."""
+    if _one_cluster(table):
+        return torch.zeros((), dtype=torch.float64, device=table.device)
     n = float(table.sum())
     a = table.sum(1).tolist()
     b = table.sum(0)
