@@ -44,7 +44,8 @@ def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
 
     The outermost call also warns when the reduced state is empty: no
     participant folded a sample in, the usual sign of ``m.update(...)`` whose
-    result was dropped.
+    result was dropped, and hands back a value that shares no memory with
+    the state (``_owned``).
     """
 
     @functools.wraps(compute)
@@ -56,12 +57,34 @@ def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
             self._warn_if_empty()
         _NESTING.depth = depth + 1
         try:
-            return compute(self, *args, **kwargs)
+            value = compute(self, *args, **kwargs)
         finally:
             _NESTING.depth = depth
+        return _owned(value, self) if depth == 0 else value
 
     wrapper._sm_wrapped = True  # type: ignore[attr-defined]
     return wrapper
+
+
+def _owned(value: Any, metric: Metric) -> Any:
+    """``value`` with every tensor that shares memory with ``metric``'s state replaced by a copy.
+
+    Many a ``compute`` returns a state as it is (``Sum``, ``Cat``, a confusion
+    matrix) or a view of one (a count row), and in one process the reducer
+    passes the states through; a caller that then changed the value in place
+    (``cm.fill_diagonal_(0)`` to plot the errors) would change the metric, and
+    every metric sharing that state in a collection, without an error.
+    """
+    if torch.compiler.is_compiling():
+        return value
+    held = {t.untyped_storage().data_ptr() for t in tree.leaves(metric) if isinstance(t, torch.Tensor)}
+
+    def own(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() in held:
+            return x.clone()
+        return x
+
+    return optree.tree_map(own, value) if held else value
 
 
 def _folding(update: Callable[..., Any], own_mask: bool) -> Callable[..., Any]:

@@ -11,6 +11,7 @@ import optree
 import pytest
 import torch
 from custom import MeanSquaredError
+from torch.testing import assert_close
 
 import scopedmetrics as sm
 
@@ -125,6 +126,33 @@ class MixedSum(_Totals, sm.Metric):
 def mixed_sum_case(rank: int) -> tuple[float, bool]:
     m = MixedSum().update(torch.tensor([float(rank + 1)], requires_grad=True))
     return float(m.compute()), m.total.requires_grad
+
+
+def _alias_cases() -> dict[str, Any]:
+    from scopedmetrics.classification import MulticlassConfusionMatrix, MulticlassMatthewsCorrCoef, MulticlassRecall
+
+    p, t = torch.tensor([0, 1, 2, 2]), torch.tensor([0, 1, 1, 2])
+    return {
+        "sum": sm.Sum().update(torch.tensor([1.0, 2.0])),
+        "cat": sm.Cat().update(torch.tensor([1.0, 2.0])),
+        "confmat": MulticlassConfusionMatrix(3).update(p, t),
+        "recall per class": MulticlassRecall(3, average="none").update(p, t),
+        "collection": sm.Collection(cm=MulticlassConfusionMatrix(3), mcc=MulticlassMatthewsCorrCoef(3)).update(p, t),
+    }
+
+
+@pytest.mark.parametrize("name", list(_alias_cases()))
+@pytest.mark.parametrize("reduced", [False, True])
+def test_changing_a_computed_value_in_place_leaves_the_metric_unchanged(name: str, reduced: bool) -> None:
+    # in one process the reducer passes states through, and many a compute returns a state (or a view of one):
+    # cm.fill_diagonal_(0) used to change the metric, and the MCC beside it in a collection
+    m = _alias_cases()[name]
+    if reduced:
+        m = m.reduce()
+    want = optree.tree_map(torch.clone, m.compute())
+    for v in optree.tree_leaves(m.compute()):
+        v.zero_()
+    assert_close(m.compute(), want)
 
 
 def test_compute_and_update_from_a_mixin_reduce_and_fold_too(world: Any) -> None:
