@@ -45,6 +45,20 @@ def test_tally_matches_its_twin_on_both_paths(n: int, shape: tuple[int, ...], se
     assert torch.equal(got, reference.tally(counts, index, keep))
 
 
+@pytest.mark.parametrize("large", [False, True])
+def test_tally_takes_an_index_and_keep_of_any_shape_on_both_paths(large: bool) -> None:
+    # the bincount path used to get the 2-d keep beside the flattened index (a binned multiclass curve with
+    # ignore_index raised from 65,536 scores on the CPU, and on other devices from 2)
+    g = torch.Generator().manual_seed(0)
+    index, keep = torch.randint(0, 12, (40, 3), generator=g), torch.rand(40, 3, generator=g) < 0.6
+    counts = torch.zeros(4, 3, dtype=torch.long)
+    with pytest.MonkeyPatch.context() as patch:
+        if large:
+            patch.setattr(kernels, "INDEX_ADD_MAX", -1)
+        got = _kernels.tally(counts, index, keep)
+    assert torch.equal(got, reference.tally(counts, index, keep))
+
+
 def test_tally_switches_to_bincount_past_the_threshold() -> None:
     index = torch.randint(0, 7, (kernels.INDEX_ADD_MAX + 1,))
     counts = torch.zeros(7, dtype=torch.long)

@@ -52,12 +52,13 @@ def tally(counts: torch.Tensor, index: torch.Tensor, keep: torch.Tensor | None =
     flat = counts.flatten()  # these calls cost about 1 µs each: views with a torch.Size cost more
     if index.ndim != 1:
         index = index.flatten()
+    if keep is not None and keep.ndim != 1:
+        keep = keep.flatten()
     if not flat.is_cpu or index.shape[0] > INDEX_ADD_MAX:  # bincount is the faster pass over many samples
         return counts + bincount(index, flat.shape[0], keep).view_as(counts)
     if keep is None:
         src = full(index.shape[0], 1, flat.dtype, flat.device)
     else:
-        keep = keep.flatten()
         src, index = keep.to(flat.dtype), index.where(keep, 0)
     new = flat.index_add(0, index, src)
     return new if counts.ndim == 1 else new.view_as(counts)
