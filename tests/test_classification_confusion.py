@@ -280,6 +280,19 @@ def test_multiclass_calibration_error(norm: str) -> None:
     check_sharded(MulticlassCalibrationError(num_classes=C, norm=norm), [preds, target], expected, seed=25)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_calibration_of_half_precision_scores_is_that_of_the_same_values_in_float32(dtype: torch.dtype) -> None:
+    # the bins were summed in the scores' dtype: float16 overflowed to inf, bfloat16 drifted 12x, without an error
+    g = torch.Generator().manual_seed(27)
+    p = (torch.rand(200_000, generator=g) * 0.5 + 0.5).to(dtype)
+    t = (torch.rand(200_000, generator=g) < p.float()).long()
+    want = BinaryCalibrationError(n_bins=2).update(p.float(), t).compute()
+    assert_close(BinaryCalibrationError(n_bins=2).update(p, t).compute(), want)
+    logits, labels = (torch.randn(5_000, 3, generator=g) * 4).to(dtype), torch.randint(0, 3, (5_000,), generator=g)
+    want = MulticlassCalibrationError(num_classes=3).update(logits.float(), labels).compute()
+    assert_close(MulticlassCalibrationError(num_classes=3).update(logits, labels).compute(), want)
+
+
 def test_calibration_logits_ignore_index_and_the_closed_last_bin() -> None:
     r = rng(26)
     logits = torch.tensor((r.normal(size=N) * 3).astype(np.float32))
