@@ -815,3 +815,26 @@ def test_pickle_state_dict_reset_round_trip() -> None:
     assert_close(fresh.state_dict(), {"stats.counts": torch.zeros(C, 3, dtype=torch.long)})
     assert_close(fresh.load_state_dict(m.state_dict()).compute(), expected)
     assert_close(m.to(torch.float64).compute(), expected)
+
+
+_NARROW = {
+    "BinaryAccuracy": (lambda **kw: sm_classification.BinaryAccuracy(**kw), (8,)),
+    "MultilabelF1Score": (lambda **kw: sm_classification.MultilabelF1Score(num_labels=2, **kw), (8, 2)),
+    "BinaryAUROC": (lambda **kw: sm_classification.BinaryAUROC(**kw), (8,)),
+    "BinaryAUROC binned": (lambda **kw: sm_classification.BinaryAUROC(thresholds=5, **kw), (8,)),
+    "BinaryHingeLoss": (lambda **kw: sm_classification.BinaryHingeLoss(**kw), (8,)),
+    "MultilabelRankingLoss": (lambda **kw: sm_classification.MultilabelRankingLoss(num_labels=2, **kw), (8, 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(_NARROW))
+def test_an_ignore_index_a_narrow_target_dtype_cannot_hold_ignores_nothing(name: str) -> None:
+    # torch compares in the tensor's dtype: 257 against uint8 labels was 1, so every positive was dropped silently
+    make, shape = _NARROW[name]
+    g = torch.Generator().manual_seed(5)
+    preds = torch.rand(shape, generator=g)
+    target = torch.arange(preds.numel()).reshape(shape) % 3 % 2  # both labels in every column
+    want = make().update(preds, target).compute()
+    assert_close(make(ignore_index=257).update(preds, target.to(torch.uint8)).compute(), want)
+    with pytest.raises(ValueError, match="argument `target` has values outside"):  # 255 is no int8: -1 is bad
+        make(ignore_index=255).update(preds, torch.where(target == 1, -1, 0).to(torch.int8))

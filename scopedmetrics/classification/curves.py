@@ -62,6 +62,7 @@ from scopedmetrics.classification.inputs import (
     check_one_of,
     config_error,
     finite_scores,
+    not_ignored,
 )
 from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric
@@ -446,7 +447,7 @@ class _BinaryCurve(_Curve):
             extremes = finite_scores(self, preds)  # NaN, then infinities, as the checks above would go on
         if preds.ndim != 1:
             preds, target = preds.reshape(-1), target.reshape(-1)
-        keep = None if self.ignore_index is None else target != self.ignore_index
+        keep = not_ignored(target, self.ignore_index)
         if self.thresholds is not None:  # fixed-size counts: ignored samples masked, no data-dependent shape
             scores = _scores(preds, self.normalization, extremes if keep is None else None, keep)
             return self.replace(counts=_binned(self.counts, scores, target.long(), self.thresholds, keep))
@@ -481,7 +482,7 @@ class _MulticlassCurve(_Curve):
             preds = preds.movedim(1, -1).reshape(-1, self.num_classes)
             target = target.reshape(-1)
         target = target.long()
-        keep = None if self.ignore_index is None else target != self.ignore_index
+        keep = not_ignored(target, self.ignore_index)
         if self.thresholds is not None:  # fixed-size counts: ignored rows masked, no data-dependent shape
             rows = None if keep is None else keep.unsqueeze(1)
             scores = _scores(preds, "softmax", keep=rows)
@@ -533,7 +534,7 @@ class _MultilabelCurve(_Curve):
         preds = preds.movedim(1, -1).reshape(-1, self.num_labels)
         target = target.movedim(1, -1).reshape(-1, self.num_labels).long()
         scores = _scores(preds, "sigmoid")
-        keep = None if self.ignore_index is None else target != self.ignore_index
+        keep = not_ignored(target, self.ignore_index)
         if self.thresholds is None:
             if keep is not None:  # rows stay whole, so ignored entries are marked, not dropped
                 target = torch.where(keep, target, -1)

@@ -27,6 +27,7 @@ from scopedmetrics.classification.inputs import (
     check_int,
     check_one_of,
     finite_scores,
+    not_ignored,
 )
 from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric
@@ -92,7 +93,7 @@ class BinaryHingeLoss(Metric):
             _binary_checks(self, preds, target, scores_only=True, nan=False)
             finite_scores(self, preds)
         preds, target = preds.reshape(-1), target.reshape(-1)
-        keep = None if self.ignore_index is None else target != self.ignore_index
+        keep = not_ignored(target, self.ignore_index)
         p = _scores(preds, "sigmoid", keep)
         return _folded(self, torch.where(target == 1, p, -p), keep)
 
@@ -141,7 +142,7 @@ class MulticlassHingeLoss(Metric):
             _multiclass_checks(self, preds, target, scores_only=True)
         preds = preds.movedim(1, -1).reshape(-1, preds.shape[1]) if preds.ndim > 1 else preds.reshape(-1, 1)
         target = target.reshape(-1).long()
-        keep = None if self.ignore_index is None else target != self.ignore_index
+        keep = not_ignored(target, self.ignore_index)
         if keep is not None:
             target = target.where(keep, 0)  # any class: the row's loss is masked
         p = _scores(preds, "softmax", None if keep is None else keep.unsqueeze(1))

@@ -20,6 +20,7 @@ is true; every error names the metric and the argument at fault.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -168,6 +169,8 @@ def _in_range(
     Where ``_checks.asserting(x)`` (tracing; an accelerator in ``sm.device_checks()``) the
     check is an asynchronous assert: no graph break, no host read.
     """
+    if ignore is not None and not _holds(x.dtype, ignore):
+        ignore = None  # no value of x equals it (a comparison would wrap it into x's dtype)
     device = _checks.asserting(x)
     if not device and _extremes_within(x, high, ignore):
         return
@@ -259,8 +262,7 @@ def _multiclass_checks(owner: Any, preds: Any, target: Any, scores_only: bool = 
     high = None if c is None else c - 1
     _in_range(owner, "target", target, high, owner.ignore_index)
     if not preds.is_floating_point():
-        keep = None if owner.ignore_index is None else target != owner.ignore_index
-        _in_range(owner, "preds", preds, high, mask=keep)
+        _in_range(owner, "preds", preds, high, mask=not_ignored(target, owner.ignore_index))
 
 
 def _multilabel_checks(owner: Any, preds: Any, target: Any) -> None:
@@ -284,10 +286,37 @@ def _multilabel_checks(owner: Any, preds: Any, target: Any) -> None:
 
 def _keep(owner: Any, target: torch.Tensor) -> torch.Tensor | None:
     """Where ``target`` is not ``ignore_index``; ``None`` (keep everything) without one."""
-    if owner.ignore_index is None:
+    return not_ignored(target, owner.ignore_index)
+
+
+def not_ignored(target: torch.Tensor, ignore: int | None) -> torch.Tensor | None:
+    """Where ``target`` is not ``ignore``; ``None`` (keep everything) without one or when no label can equal it.
+
+    torch compares a tensor with a Python int in the tensor's dtype, so against
+    uint8 labels an ``ignore_index`` of 257 wraps to 1 and drops every 1
+    (TorchMetrics does so); a value the dtype cannot hold equals no label.
+
+    Examples:
+        >>> import torch
+        >>> not_ignored(torch.tensor([0, 1, 257]), 257)
+        tensor([ True,  True, False])
+        >>> not_ignored(torch.tensor([0, 1], dtype=torch.uint8), 257) is None
+        True
+    """
+    if ignore is None or not _holds(target.dtype, ignore):
         return None
-    keep: torch.Tensor = target != owner.ignore_index
-    return keep
+    return target != ignore
+
+
+@functools.lru_cache(maxsize=256)
+def _holds(dtype: torch.dtype, value: int) -> bool:
+    """Whether a tensor of ``dtype`` can hold the integer ``value`` exactly."""
+    if dtype == torch.bool:
+        return value in (0, 1)
+    if dtype.is_floating_point or dtype.is_complex:
+        return float(torch.tensor(float(value), dtype=torch.float64).to(dtype)) == value
+    info = torch.iinfo(dtype)
+    return info.min <= value <= info.max
 
 
 def on_device(x: torch.Tensor) -> bool:

@@ -38,6 +38,7 @@ from scopedmetrics.classification.inputs import (
     check_ignore_index,
     check_int,
     input_error,
+    not_ignored,
 )
 from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric
@@ -89,7 +90,8 @@ class _Ranking(Metric):
         scores = _probabilities(preds.to(torch.promote_types(preds.dtype, torch.float32)), "sigmoid")
         scores = scores.movedim(1, -1).reshape(-1, self.num_labels)
         target = target.movedim(1, -1).reshape(-1, self.num_labels)
-        valid = torch.ones_like(target, dtype=torch.bool) if self.ignore_index is None else target != self.ignore_index
+        kept = not_ignored(target, self.ignore_index)
+        valid = torch.ones_like(target, dtype=torch.bool) if kept is None else kept
         relevant = (target == 1) & valid
         per_sample = self._scores(*_ranks(scores, relevant, valid))
         counted: Tensor | int = len(scores)
