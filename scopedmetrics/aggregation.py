@@ -228,6 +228,27 @@ class Mean(Metric):
         return self.mean_value / self.weight
 
 
+def _narrowed(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x`` as ``dtype`` rows; refused when the cast would change a value beyond rounding.
+
+    ``torch.can_cast`` compares kinds only: 300 into int8 rows wraps to 44,
+    and 1e5 into float16 rows is ``inf``. Where ``dtype`` is the narrower one
+    (the only case that reads the values), integers must come back equal and
+    finite floats must stay finite; float64 into float32 rows rounds, as the
+    rows' precision is.
+    """
+    y, wide = x.to(dtype), torch.promote_types(x.dtype, dtype)
+    if wide == dtype:
+        return y
+    lost = (y.isinf() & x.isfinite()) if dtype.is_floating_point else (y.to(wide) != x.to(wide))
+    if bool(lost.any()):
+        raise ValueError(
+            f"Cat.update: value holds numbers that {dtype} rows (the dtype of the earlier values) cannot hold; "
+            "start from values of a wider dtype"
+        )
+    return y
+
+
 class Cat(Metric):
     """Every value seen, concatenated along dim 0 in rank order.
 
@@ -260,7 +281,7 @@ class Cat(Metric):
                     f"Cat.update: value has rows of shape {tuple(x.shape[1:])}, "
                     f"earlier values have rows of shape {tuple(rows.shape[1:])}"
                 )
-            x = x.to(rows.dtype)
+            x = _narrowed(x, rows.dtype)
         return self.replace(value=append(rows, x))
 
     def compute(self) -> torch.Tensor:

@@ -186,3 +186,26 @@ def test_ragged_or_non_numeric_lists_are_refused_naming_the_metric(name: str) ->
     for bad in ([1, [2, 3]], ["a", "b"], [None]):
         with pytest.raises(TypeError, match=rf"{name}\.update: value must be a tensor, a number or a \(nested\) list"):
             cls().update(bad)
+
+
+@pytest.mark.parametrize(("first", "later", "kept"), [
+    (torch.tensor([1, 2], dtype=torch.int8), torch.tensor([300, 1000]), None),  # wrapped to 44, -24
+    (torch.tensor([1], dtype=torch.int8), torch.tensor([200], dtype=torch.uint8), None),  # -56
+    (torch.tensor([1], dtype=torch.uint8), torch.tensor([-1], dtype=torch.int8), None),  # 255
+    (torch.tensor([1.0], dtype=torch.float16), torch.tensor([1e5], dtype=torch.float64), None),  # inf
+    (torch.tensor([1, 2], dtype=torch.int8), torch.tensor([3, -4]), [1, 2, 3, -4]),  # fits: kept
+    (torch.tensor([1], dtype=torch.int32), 5, [1, 5]),
+    (torch.tensor([1.0]), torch.tensor([0.5], dtype=torch.float64), [1.0, 0.5]),  # rounds, as float32 rows do
+])
+def test_cat_refuses_later_values_its_rows_cannot_hold(
+    first: torch.Tensor, later: Any, kept: list[float] | None
+) -> None:
+    # torch.can_cast compares kinds only: these were stored wrapped or as inf without an error
+    m = sm.Cat().update(first)
+    if kept is None:
+        with pytest.raises(ValueError, match="Cat.update: value holds numbers that .* rows"):
+            m.update(later)
+        assert torch.equal(m.compute(), first)
+    else:
+        got = m.update(later).compute()
+        assert got.dtype == first.dtype and got.tolist() == kept
