@@ -184,6 +184,18 @@ def test_multioutput_is_torchmetrics(remove_nans: bool) -> None:
         assert_close(value, theirs_s.compute())
 
 
+@pytest.mark.parametrize("name", ["BinaryF1Score", "BinaryConfusionMatrix", "BinaryAUROC"])
+def test_multioutput_decides_probabilities_or_logits_per_output_as_torchmetrics(name: str) -> None:
+    # the outputs were folded as groups of one batch: one column of logits put every column through a sigmoid
+    preds = torch.tensor([[0.2, -2.0], [0.7, 3.0], [0.6, 0.5], [0.4, -1.0], [0.9, 0.1]])
+    target = torch.tensor([[0, 0], [1, 1], [0, 1], [1, 0], [1, 1]])
+    kw = {"thresholds": 5} if name == "BinaryAUROC" else {}
+    ours = MultioutputWrapper(getattr(sm.classification, name)(**kw), num_outputs=2).update(preds, target)
+    theirs = tmw.MultioutputWrapper(getattr(tmc, name)(**kw), num_outputs=2)
+    theirs.update(preds, target)
+    assert_close(ours.compute(), torch.stack(list(theirs.compute())))
+
+
 def test_multioutput_other_dims_and_errors() -> None:
     preds, target = X.T.contiguous(), Y.T.contiguous()  # outputs along dim 0
     ours = MultioutputWrapper(sm.MeanAbsoluteError(), num_outputs=3, output_dim=0).update(preds, target)

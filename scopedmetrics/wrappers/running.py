@@ -15,7 +15,6 @@ from scopedmetrics.wrappers._groups import (
     check_template,
     combine_rows,
     count,
-    fold_groups,
     group,
     groups_of,
     leaf_ops,
@@ -145,17 +144,16 @@ class MultioutputWrapper(Metric):
         return sel, sel_kw
 
     def update(self, *args: Any, **kwargs: Any) -> MultioutputWrapper:
-        """Fold output ``i`` of the batch into metric ``i``, for every output."""
+        """Fold output ``i`` of the batch into metric ``i``, for every output.
+
+        Each output is an update of its own, so what a metric decides from its
+        batch (probabilities or logits) it decides per output, as TorchMetrics
+        does. (Folding the outputs as groups of one batch decided over all of
+        them: one column of logits put every column through a sigmoid.)
+        """
         per = [self._select(i, args, kwargs) for i in range(self.num_outputs)]
-        first = [*per[0][0], *per[0][1].values()]
-        if first and all(isinstance(x, torch.Tensor) and x.ndim > 0 for x in first):
-            # every argument has rows: the outputs are groups of one batch, folded in one pass
-            sizes = [next(iter([*a, *kw.values()])).shape[0] for a, kw in per]
-            ids = torch.repeat_interleave(torch.arange(self.num_outputs), torch.tensor(sizes))
-            args_cat = [torch.cat([a[j] for a, _ in per]) for j in range(len(args))]
-            kwargs_cat = {k: torch.cat([kw[k] for _, kw in per]) for k in kwargs}
-            outputs = fold_groups(self, self.outputs, self.metric, ids, self.num_outputs, args_cat, kwargs_cat)
-        elif isinstance(self.outputs, Metric):
+        outputs: Any
+        if isinstance(self.outputs, Metric):
             parts = {i: self.metric.update(*a, **kw) for i, (a, kw) in enumerate(per)}
             outputs = combine_rows(self, self.outputs, parts)
         else:
