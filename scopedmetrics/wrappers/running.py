@@ -72,10 +72,10 @@ class Running(Metric):
             folded = [_ALONG[op](leaf, 0) for leaf, op in zip(leaves, leaf_ops(self.ring))]
             spec = tree.structure(self.metric)
             return tree.unflatten(spec, folded)._with_mark(True).compute()
-        acc = self.ring[0]
+        acc = self.ring[0]._with_mark(False)  # the slots are reduced already: merged as plain states, then marked
         for m in self.ring[1:]:
-            acc = acc.merge(m)
-        return acc.compute()
+            acc = acc.merge(m._with_mark(False))
+        return acc._with_mark(True).compute()
 
 
 class MultioutputWrapper(Metric):
