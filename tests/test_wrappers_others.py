@@ -155,18 +155,18 @@ def test_running_over_ranks_is_each_ranks_last_window_reduced_together() -> None
 def test_running_a_metric_with_its_own_merge_is_the_metric_of_the_last_window(name: str) -> None:
     # compute merged the reduced slots as they were and raised "cannot merge a reduced metric"
     def body(rank: int) -> Any:
-        m = Running(getattr(sm, name)(), window=2)
-        for i in range(rank + 3):
+        m = Running(getattr(sm, name)(), window=3)  # two merges: the second met a reduced slot
+        for i in range(rank + 4):
             sl = slice(rank * 60 + i * 12, rank * 60 + (i + 1) * 12)
             m = m.update(X[sl, 0], Y[sl, 0])
         return m.compute()
 
-    rows = torch.cat([torch.arange(r * 60 + (r + 1) * 12, r * 60 + (r + 3) * 12) for r in range(2)])
+    rows = torch.cat([torch.arange(r * 60 + (r + 1) * 12, r * 60 + (r + 4) * 12) for r in range(2)])
     expected = getattr(sm, name)().update(X[rows, 0], Y[rows, 0]).compute()
     for value in sm.simulate(body, 2):
         assert_close(value, expected)
     with sm.use_reducer(sm.local()):
-        alone = getattr(sm, name)().update(X[12:36, 0], Y[12:36, 0]).compute()
+        alone = getattr(sm, name)().update(X[12:48, 0], Y[12:48, 0]).compute()
         assert_close(body(0), alone)
 
 
