@@ -181,6 +181,48 @@ def test_ties_rank_relevant_documents_last() -> None:
     assert smr.RetrievalFallOut(top_k=1).update(p, t, indexes=i).compute().item() == pytest.approx(0.5)
 
 
+NEAR_TIES = [pytest.param([0.30000001, 0.3], id="one_float32_ulp"),
+             pytest.param([16777217.0, 16777216.0], id="above_2**24")]
+
+
+def by_rank(p: torch.Tensor) -> torch.Tensor:
+    """Scores in the same order as ``p``, as small float32 integers (from 1): TorchMetrics casts scores to float32,
+    so it is the oracle of float64 scores only through an order-preserving map that float32 holds exactly."""
+    return (torch.unique(p, return_inverse=True)[1] + 1).float()
+
+
+@pytest.mark.parametrize("scores", NEAR_TIES)
+def test_float64_scores_that_float32_would_round_together_are_not_tied(scores: list[float]) -> None:
+    """Distinct float64 scores rank as distinct, in the grouped and the dense form."""
+    p, t, i = torch.tensor(scores, dtype=torch.float64), torch.tensor([1, 0]), torch.tensor([0, 0])
+    assert p.float()[0] == p.float()[1]  # float32 would tie them (and rank the relevant one last)
+    for name in GROUPED:
+        kwargs = {"top_k": 1} if name in WITH_TOP_K else {}
+        ours = getattr(smr, name)(**kwargs).update(p, t, indexes=i).compute()
+        assert_close(ours, tm_value(name, kwargs, by_rank(p), t, i), atol=0)
+    assert smr.RetrievalMRR().update(p, t, indexes=i).compute().item() == 1.0
+    assert smr.RetrievalPrecision(top_k=1).update(p, t, indexes=i).compute().item() == 1.0
+    dense_values = smr.RetrievalAtK(k=(1,)).update(p[None], t[None]).compute()
+    assert all(v.item() == 1.0 for v in dense_values.values()), dense_values
+
+
+def test_float64_scores_keep_their_order_on_any_split() -> None:
+    """Scores 1e-12 apart, tied in float32: the rows stay float64 on every shard and rank exactly."""
+    p, t, i = rankings(60, 17, scores="ties")
+    p = (p + 1).double() + torch.arange(p.numel(), dtype=torch.float64) * 1e-12
+    assert torch.unique(p.float()).numel() < torch.unique(p).numel()
+    for name in GROUPED:
+        kwargs = {"top_k": 2} if name in WITH_TOP_K else {}
+        expected = tm_value(name, kwargs, by_rank(p), t, i)
+        check_sharded(getattr(smr, name)(**kwargs), (p, t, i), expected, seed=8, atol=1e-7)
+    half = p.numel() // 2
+    m = smr.RetrievalMRR().update(p[:half].float(), t[:half], indexes=i[:half])
+    m = m.update(p[half:], t[half:], indexes=i[half:])  # a float64 batch after a float32 one is not rounded
+    assert m.preds.dtype == torch.float64 and torch.equal(m.preds[half:], p[half:])
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        assert smr.RetrievalMRR().update(p.to(dtype), t, indexes=i).preds.dtype == torch.float64
+
+
 def test_documents_scored_at_most_zero_are_never_hits_as_in_torchmetrics() -> None:
     p, t, i = torch.tensor([-0.2, -0.5]), torch.tensor([1, 0]), torch.zeros(2, dtype=torch.long)
     for name in ("RetrievalMRR", "RetrievalMAP", "RetrievalPrecision", "RetrievalRecall"):

@@ -3,10 +3,10 @@
 The retrieval metrics keep every ``(index, score, target)`` row (``cat``
 states), because one query's documents may be split across participants and
 batches. ``compute`` sorts all rows once, by query id, then score descending,
-then target ascending (one sort of a packed int64 key), so each query is a contiguous
-segment in rank order; a per-query quantity is then a segment sum
-(``index_add_``) or a segment minimum (``scatter_reduce_``), with no Python
-loop over queries.
+then target ascending (one sort of a packed int64 key, exact for float64
+scores), so each query is a contiguous segment in rank order; a per-query
+quantity is then a segment sum (``index_add_``) or a segment minimum
+(``scatter_reduce_``), with no Python loop over queries.
 
 Ties in score are ranked relevant-last (pessimistically), which depends only
 on the rows, not on their order or on the split; TorchMetrics leaves the order
@@ -78,12 +78,30 @@ class Ranking:
         return block, int(block[-1]) + 1 if block.numel() else 0
 
 
-_SHIFT = 33  # a key is (group << 33) | (descending score bits << 1) | tie bit: 30 + 32 + 1 bits, positive
+_SHIFT = 33  # a key is (group << 33) | (descending score key << 1) | tie bit: 30 + 32 + 1 bits, positive
+_KEYS = 2**32  # score keys are in [0, _KEYS)
 
 
 def _descending(x: torch.Tensor) -> torch.Tensor:
-    """An int64 key in ``[0, 2**32)`` per float32 value, ordered as the values descending (-0.0 as 0.0)."""
-    bits = (x.to(torch.float32) + 0.0).view(torch.int32).to(torch.int64)
+    """An int64 key per score, ordered as the scores descending (-0.0 as 0.0), equal only for equal scores.
+
+    Rounding can create no false tie: scores that float32 holds exactly (every
+    float16, bfloat16 and float32 score) key on their float32 bits, in
+    ``[0, 2**32)``; float64 scores that float32 would round (``0.30000001``
+    and ``0.3``, integers above 2**24) key on their rank among the distinct
+    scores, in ``[0, 2**32)`` for fewer than 2**32 scores (``_lexsort`` checks).
+    """
+    x = x + 0.0  # -0.0 as 0.0
+    narrow = x.to(torch.float32)
+    if x.dtype != torch.float64 or bool((narrow.to(torch.float64) == x).all()):
+        return _descending_bits(narrow)
+    inverse: torch.Tensor = torch.unique(x, return_inverse=True)[1]  # each score's rank among the distinct, ascending
+    return int(inverse.max()) - inverse
+
+
+def _descending_bits(x: torch.Tensor) -> torch.Tensor:
+    """An int64 key in ``[0, 2**32)`` per float32 value, ordered as the values descending (no -0.0 given)."""
+    bits = x.view(torch.int32).to(torch.int64)
     ascending = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # negative floats: flip magnitude bits
     return (2**31 - 1) - ascending
 
@@ -92,10 +110,11 @@ def _lexsort(group: torch.Tensor, score: torch.Tensor, tie: torch.Tensor | None)
     """The order of rows by (``group`` ascending, ``score`` descending, ``tie`` ascending), stable.
 
     One int64 sort of a packed key when the groups span fewer than 2**30
-    ids (the usual case); three stable sorts otherwise. ``tie`` is 0/1.
+    ids and there are fewer than 2**32 rows (the usual case); three stable
+    sorts otherwise. ``tie`` is 0/1.
     """
     low = group.min() if group.numel() else group.new_zeros(())
-    if group.numel() == 0 or int(group.max() - low) < 2**30:
+    if group.numel() == 0 or (int(group.max() - low) < 2**30 and group.numel() < _KEYS):
         key = ((group - low) << _SHIFT) | (_descending(score) << 1)
         if tie is not None:
             key = key | tie.to(torch.int64)

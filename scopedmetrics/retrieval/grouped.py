@@ -1,7 +1,8 @@
 """Retrieval metrics over documents grouped into queries by ``indexes``, named and called as in TorchMetrics.
 
-``update(preds, target, indexes=query_ids)`` appends every document's score,
-relevance and query id to three ``cat`` states; ``compute`` groups the rows by
+``update(preds, target, indexes=query_ids)`` appends every document's score
+(as float64, so that no score is rounded into a tie), relevance and query id
+to three ``cat`` states; ``compute`` groups the rows by
 query after the reduction (``_ranking``), so a query whose documents were seen
 by several participants, or in several batches, is ranked whole. Each
 metric's per-query value is a vectorised segment operation, then the values
@@ -34,7 +35,9 @@ class _Retrieval(Metric):
     """
 
     indexes: torch.Tensor = state("cat", default=lambda: torch.zeros(0, dtype=torch.int64))
-    preds: torch.Tensor = state("cat", default=lambda: torch.zeros(0, dtype=torch.float32))
+    # float64 whatever the input: every float dtype fits exactly, no score is rounded into a false tie, and
+    # every participant's rows have one dtype (a cat state's dtype must agree across participants)
+    preds: torch.Tensor = state("cat", default=lambda: torch.zeros(0, dtype=torch.float64))
     target: torch.Tensor = state("cat", default=lambda: torch.zeros(0, dtype=torch.float32))
 
     _graded: ClassVar[bool] = False  # target may hold graded relevance (NDCG), not only 0/1
@@ -84,7 +87,7 @@ class _Retrieval(Metric):
             return self
         where = self.preds.device
         return self.append(
-            indexes=i.to(where, torch.int64), preds=p.to(where, torch.float32), target=t.to(where, torch.float32)
+            indexes=i.to(where, torch.int64), preds=p.to(where, torch.float64), target=t.to(where, torch.float32)
         )
 
     def _values(self, r: Ranking) -> tuple[torch.Tensor, torch.Tensor]:
