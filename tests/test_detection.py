@@ -30,6 +30,7 @@ from scopedmetrics.detection import (
     IntersectionOverUnion,
     MeanAveragePrecision,
 )
+from scopedmetrics.detection.mean_ap import _default_iou, _default_rec
 
 pycoco = pytest.importorskip("pycocotools.cocoeval")
 from pycocotools.coco import COCO  # noqa: E402
@@ -104,6 +105,11 @@ def tm(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.SimpleNamespace]:
                                 GeneralizedIntersectionOverUnion=tm_giou.GeneralizedIntersectionOverUnion,
                                 DistanceIntersectionOverUnion=tm_diou.DistanceIntersectionOverUnion,
                                 CompleteIntersectionOverUnion=tm_ciou.CompleteIntersectionOverUnion)
+
+
+def tm_at_coco_thresholds(tm: Any, **kwargs: Any) -> Any:
+    """TorchMetrics' mAP at COCOeval's own thresholds (its defaults are float32 steps: 0.6 as 0.6000000238)."""
+    return tm.MeanAveragePrecision(**{"iou_thresholds": _default_iou(), "rec_thresholds": _default_rec(), **kwargs})
 
 
 def tm_value(metric: Any, preds: list[dict[str, Any]], target: list[dict[str, Any]]) -> Any:
@@ -197,8 +203,10 @@ def coco(preds: list[dict[str, Any]], target: list[dict[str, Any]], backend: str
         gt.createIndex()
         dt.createIndex()
         e = eval_cls(gt, dt, "bbox")
-        e.params.iouThrs = np.array(iou_thresholds or torch.linspace(0.5, 0.95, 10).tolist())
-        e.params.recThrs = np.array(rec_thresholds or torch.linspace(0.0, 1.0, 101).tolist())
+        if iou_thresholds:  # else COCOeval's own (float64) thresholds, as ours
+            e.params.iouThrs = np.array(iou_thresholds)
+        if rec_thresholds:
+            e.params.recThrs = np.array(rec_thresholds)
         e.params.maxDets = sorted(max_dets or [1, 10, 100])
         e.evaluate()
         e.accumulate()
@@ -264,7 +272,7 @@ def test_map_output_equals_torchmetrics(tm: Any) -> None:
     for kwargs in ({}, {"class_metrics": True}, {"class_metrics": True, "average": "micro"},
                    {"iou_thresholds": [0.6, 0.8], "max_detection_thresholds": [2, 5, 50]}):
         ours = MeanAveragePrecision(**kwargs).update(preds, target).compute()
-        theirs = tm_value(tm.MeanAveragePrecision(**kwargs), preds, target)
+        theirs = tm_value(tm_at_coco_thresholds(tm, **kwargs), preds, target)
         assert list(ours) == list(theirs), (kwargs, list(ours), list(theirs))
         for k in theirs:
             assert ours[k].dtype == theirs[k].dtype and ours[k].shape == theirs[k].shape, (k, ours[k], theirs[k])
@@ -281,12 +289,28 @@ def test_map_edge_cases_equal_torchmetrics(tm: Any) -> None:
     for preds, target in cases:
         for kwargs in ({}, {"class_metrics": True}):
             ours = MeanAveragePrecision(**kwargs).update(preds, target).compute()
-            theirs = tm_value(tm.MeanAveragePrecision(**kwargs), preds, target)
+            theirs = tm_value(tm_at_coco_thresholds(tm, **kwargs), preds, target)
             assert list(ours) == list(theirs)
             assert_close(ours, dict(theirs))
     with pytest.warns(UserWarning, match="MeanAveragePrecision"):
         ours = MeanAveragePrecision().compute()
-    assert_close(ours, dict(tm_value(tm.MeanAveragePrecision(), [], [])))
+    assert_close(ours, dict(tm_value(tm_at_coco_thresholds(tm), [], [])))
+
+
+def test_a_recall_exactly_at_a_threshold_counts_as_cocoeval_counts_it(tm: Any) -> None:
+    # 3 of 5 found: recall 0.6; float32 thresholds (TorchMetrics' defaults, and ours before) hold 0.6000000238,
+    # which that recall misses: map_50 0.5941 where COCOeval gives 0.6040
+    boxes = [[10.0, 10, 30, 30], [40.0, 40, 60, 60], [70.0, 10, 90, 30], [10.0, 70, 30, 90], [70.0, 70, 90, 90]]
+    target = [{"boxes": torch.tensor([b]), "labels": torch.tensor([1])} for b in boxes]
+    preds = [{"boxes": torch.tensor([b]), "scores": torch.tensor([s]), "labels": torch.tensor([1])}
+             for b, s in zip(boxes[:3], (0.9, 0.8, 0.7))]
+    preds += [{"boxes": torch.zeros(0, 4), "scores": torch.zeros(0), "labels": torch.zeros(0, dtype=torch.long)}] * 2
+    got = MeanAveragePrecision().update(preds, target).compute()
+    e = coco(preds, target)
+    np.testing.assert_allclose(ours_stats(got, None), e.stats, atol=1e-12)
+    assert float(got["map_50"]) == pytest.approx(61 / 101)
+    theirs = tm_value(tm.MeanAveragePrecision(), preds, target)
+    assert float(theirs["map_50"]) == pytest.approx(60 / 101)  # the difference docs/detection.md names
 
 
 def test_max_dets_apply_per_image_and_class() -> None:
@@ -466,8 +490,6 @@ def coco_segm(preds: list[dict[str, Any]], target: list[dict[str, Any]], micro: 
         gt.createIndex()
         dt.createIndex()
         e = pycoco.COCOeval(gt, dt, "segm")
-        e.params.iouThrs = np.array(torch.linspace(0.5, 0.95, 10).tolist())
-        e.params.recThrs = np.array(torch.linspace(0.0, 1.0, 101).tolist())
         e.evaluate()
         e.accumulate()
         e.summarize()
@@ -500,7 +522,7 @@ def test_segm_map_equals_torchmetrics(tm: Any) -> None:
     for kwargs in ({}, {"class_metrics": True}, {"class_metrics": True, "average": "micro"},
                    {"iou_thresholds": [0.6, 0.8], "max_detection_thresholds": [1, 2, 3]}):
         ours = MeanAveragePrecision(iou_type="segm", **kwargs).update(preds, target).compute()
-        theirs = tm_value(tm.MeanAveragePrecision(iou_type="segm", **kwargs), preds, target)
+        theirs = tm_value(tm_at_coco_thresholds(tm, iou_type="segm", **kwargs), preds, target)
         assert list(ours) == list(theirs), (kwargs, list(ours), list(theirs))
         for k in theirs:
             assert ours[k].dtype == theirs[k].dtype and ours[k].shape == theirs[k].shape, (k, ours[k], theirs[k])
@@ -515,16 +537,16 @@ def test_segm_counts_detections_on_images_without_ground_truth(tm: Any) -> None:
     preds, target = mask_scene(seed=3)
     ours = MeanAveragePrecision(iou_type="segm").update(preds, target).compute()
     np.testing.assert_allclose(ours_stats(ours), coco_segm(preds, target).stats, atol=1e-6)
-    theirs = tm_value(tm.MeanAveragePrecision(iou_type="segm"), preds, target)
+    theirs = tm_value(tm_at_coco_thresholds(tm, iou_type="segm"), preds, target)
     assert float(theirs["map"]) > float(ours["map"])
     trimmed = without_lonely_detections(preds, target)
-    assert_close(tm_value(tm.MeanAveragePrecision(iou_type="segm"), trimmed, target), dict(theirs))
+    assert_close(tm_value(tm_at_coco_thresholds(tm, iou_type="segm"), trimmed, target), dict(theirs))
     # no predicted mask at all: TorchMetrics gives -1 everywhere (no per-class keys); COCO gives 0 recall
     nothing = [{k: v[:0] for k, v in p.items()} for p in preds]
     ours = MeanAveragePrecision(iou_type="segm").update(nothing, target).compute()
     np.testing.assert_allclose(ours_stats(ours), coco_segm(nothing, target).stats, atol=1e-6)
     assert float(ours["mar_100"]) == 0.0 and "map_per_class" in ours
-    theirs = tm_value(tm.MeanAveragePrecision(iou_type="segm"), nothing, target)
+    theirs = tm_value(tm_at_coco_thresholds(tm, iou_type="segm"), nothing, target)
     assert float(theirs["mar_100"]) == -1.0 and "map_per_class" not in theirs
 
 
@@ -546,7 +568,7 @@ def test_bbox_and_segm_equal_each_alone_and_torchmetrics(tm: Any) -> None:
         t["area"] = t["masks"].flatten(1).sum(1).float() + 0.5
     for kwargs in ({"class_metrics": True}, {"iou_type": ["segm", "bbox"]}):
         ours = MeanAveragePrecision(**{"iou_type": ("bbox", "segm"), **kwargs}).update(preds, target).compute()
-        theirs = tm_value(tm.MeanAveragePrecision(**{"iou_type": ("bbox", "segm"), **kwargs}), preds, target)
+        theirs = tm_value(tm_at_coco_thresholds(tm, **{"iou_type": ("bbox", "segm"), **kwargs}), preds, target)
         assert list(ours) == list(theirs), (list(ours), list(theirs))
         assert_close(ours, dict(theirs), atol=1e-6)
 
@@ -638,6 +660,35 @@ def test_box_overlaps_on_any_split(cls: type) -> None:
     preds, target = scene(n=24, seed=11)
     metric = cls(class_metrics=True)
     check_list_sharded(metric, preds, target, metric.update(preds, target).compute(), seed=2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("box_format", ["xyxy", "xywh", "cxcywh"])
+def test_half_precision_boxes_are_upcast_before_any_arithmetic(tm: Any, dtype: torch.dtype, box_format: str) -> None:
+    """As torchvision's box ops: float16/bfloat16 boxes become float32 first, the format conversion included.
+
+    The oracle is TorchMetrics (with the float64 stand-in ops) given the same box values in float64; TorchMetrics
+    itself converts the format in the input's precision, before torchvision upcasts.
+    """
+    preds, target = scene(n=12, seed=12)
+    keep = [i for i in range(12) if target[i]["boxes"].shape[0] > 0]
+    sides = [[{"boxes": side[i]["boxes"], "labels": side[i]["labels"]} for i in keep] for side in (preds, target)]
+    for d in sides[0] + sides[1]:
+        b = d["boxes"]
+        if box_format == "xywh":
+            b = torch.cat([b[:, :2], b[:, 2:] - b[:, :2]], 1)
+        elif box_format == "cxcywh":
+            b = torch.cat([(b[:, :2] + b[:, 2:]) / 2, b[:, 2:] - b[:, :2]], 1)
+        d["boxes"] = b.to(dtype)
+    as_float64 = [[{**d, "boxes": d["boxes"].double()} for d in side] for side in sides]
+    as_float32 = [[{**d, "boxes": d["boxes"].float()} for d in side] for side in sides]
+    for cls in FAMILY:
+        ours = cls(box_format=box_format).update(*sides).compute()
+        assert_close(ours, cls(box_format=box_format).update(*as_float32).compute(), atol=0, rtol=0)
+        assert_close(ours, dict(tm_value(getattr(tm, cls.__name__)(box_format=box_format), *as_float64)), atol=1e-6)
+    one = [{"boxes": torch.tensor([[0.0, 0.0, 300.0, 300.0]], dtype=dtype), "labels": torch.tensor([1])}]
+    other = [{"boxes": torch.tensor([[0.0, 0.0, 300.0, 250.0]], dtype=dtype), "labels": torch.tensor([1])}]
+    assert IntersectionOverUnion().update(one, other).compute()["iou"].item() == pytest.approx(250 / 300)
 
 
 def test_docstring_values_equal_torchmetrics(tm: Any) -> None:

@@ -217,6 +217,18 @@ def mask_iou(d: torch.Tensor, g: torch.Tensor, crowd: torch.Tensor) -> torch.Ten
 
 # -- pairwise overlaps of xyxy boxes, as torchvision.ops computes them ---------------------------------------
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def upcast(boxes: torch.Tensor) -> torch.Tensor:
+    """Half-precision boxes (float16, bfloat16) as float32, others as they are: torchvision's ``_upcast``.
+
+    Overlaps multiply coordinates: a 300 x 300 box's area overflows float16
+    (and bfloat16 keeps 8 bits of it), while float32 holds every half value
+    exactly. float64 boxes stay float64.
+    """
+    return boxes.float() if boxes.dtype in _HALF else boxes
+
 
 def _inter_union(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
@@ -229,8 +241,8 @@ def _inter_union(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 
 def box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Pairwise IoU ``(len(a), len(b))``."""
-    inter, union = _inter_union(a, b)
+    """Pairwise IoU ``(len(a), len(b))``, in float32 for half-precision boxes."""
+    inter, union = _inter_union(upcast(a), upcast(b))
     return inter / union
 
 
@@ -242,6 +254,7 @@ def _enclosing_wh(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def generalized_box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Pairwise generalized IoU: IoU minus the share of the enclosing box outside the union."""
+    a, b = upcast(a), upcast(b)
     inter, union = _inter_union(a, b)
     iou = inter / union
     wh = _enclosing_wh(a, b)
@@ -250,6 +263,7 @@ def generalized_box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _diou_terms(a: torch.Tensor, b: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b = upcast(a), upcast(b)
     iou = box_iou(a, b)
     wh = _enclosing_wh(a, b)
     diagonal = wh[..., 0] ** 2 + wh[..., 1] ** 2 + eps
@@ -266,6 +280,7 @@ def distance_box_iou(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-7) -> tor
 
 def complete_box_iou(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-7) -> torch.Tensor:
     """Pairwise complete IoU: distance IoU minus an aspect-ratio consistency term."""
+    a, b = upcast(a), upcast(b)
     iou, diou = _diou_terms(a, b, eps)
     wa, ha = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
     wb, hb = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]

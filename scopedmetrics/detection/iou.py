@@ -93,7 +93,9 @@ class IntersectionOverUnion(Metric):
         p = _boxes.flatten(self, "preds", preds, ())
         t = _boxes.flatten(self, "target", target, ())
         _boxes.same_images(self, p, t)
-        pb, tb = _boxes.to_xyxy(p.boxes, self.box_format), _boxes.to_xyxy(t.boxes, self.box_format)
+        # upcast before the format conversion: xywh -> xyxy adds coordinates, which half precision rounds
+        pb = _boxes.to_xyxy(_boxes.upcast(p.boxes), self.box_format)
+        tb = _boxes.to_xyxy(_boxes.upcast(t.boxes), self.box_format)
         total, count = torch.zeros((), dtype=_F64), torch.zeros((), dtype=torch.int64)
         labels, sums, counts = [p.labels, t.labels], [], []
         for i in range(p.images):

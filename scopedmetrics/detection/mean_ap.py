@@ -51,12 +51,22 @@ FP, TP, IGNORED = 0, 1, 2
 _EPS = float(torch.finfo(torch.float64).eps)  # np.spacing(1), as COCOeval.accumulate
 
 
+def _linspace(start: float, stop: float, num: int) -> list[float]:
+    """``numpy.linspace(start, stop, num)`` in Python floats, bit for bit: COCOeval's own thresholds.
+
+    TorchMetrics hands COCOeval float32 steps instead (0.6 as 0.6000000238...),
+    so a recall of exactly 0.6 (3 of 5) misses that threshold there.
+    """
+    step = (stop - start) / (num - 1)
+    return [i * step + start for i in range(num - 1)] + [stop]
+
+
 def _default_iou() -> list[float]:
-    return torch.linspace(0.5, 0.95, 10).tolist()  # float32 steps, as TorchMetrics passes them to COCOeval
+    return _linspace(0.5, 0.95, 10)
 
 
 def _default_rec() -> list[float]:
-    return torch.linspace(0.0, 1.0, 101).tolist()
+    return _linspace(0.0, 1.0, 101)
 
 
 def _coco_iou(d: torch.Tensor, g: torch.Tensor, crowd: torch.Tensor) -> torch.Tensor:
@@ -153,8 +163,8 @@ class Overlaps(NamedTuple):
 def _box_overlaps(p: _boxes.Batch, t: _boxes.Batch, crowd: torch.Tensor, given: torch.Tensor,
                   box_format: str) -> Overlaps:
     """Boxes in xywh float64, as TorchMetrics hands them to COCOeval; areas ``w * h``."""
-    det = _boxes.to_xywh(p.boxes, box_format).to(_F64).cpu()
-    gt = _boxes.to_xywh(t.boxes, box_format).to(_F64).cpu()
+    det = _boxes.to_xywh(p.boxes.to(_F64), box_format).cpu()  # float64 first: COCOeval's boxes are float64
+    gt = _boxes.to_xywh(t.boxes.to(_F64), box_format).cpu()
 
     def pair_iou(d: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
         return _coco_iou(det[d], gt[g], crowd[g])
