@@ -116,6 +116,43 @@ def test_word_and_character_error_rates_equal_jiwer() -> None:
     assert smt.CharErrorRate().update(preds, target).compute().item() == pytest.approx(jiwer.cer(target, preds))
 
 
+def spaced(sents: list[str], seed: int, gaps: list[str], ends: list[str]) -> Rows:
+    """``sents`` (of one word or more) with words separated by random ``gaps``, and one of ``ends`` at each end."""
+    rng = random.Random(seed)
+    out = Rows()
+    for s in sents:
+        words = s.split()
+        inner = "".join(w + rng.choice(gaps) for w in words[:-1]) + words[-1]
+        out.append(rng.choice(ends) + inner + rng.choice(ends))
+    return out
+
+
+def test_word_and_character_error_rates_equal_jiwer_except_for_whitespace_as_documented() -> None:
+    """docs/text.md: WER equals jiwer's unless a lone non-space whitespace character separates two words; CER
+    unless a sentence starts or ends with whitespace. Both differences are TorchMetrics' tokens (kept)."""
+    preds, target = sentences(200, 30, low=1), sentences(200, 31, low=1)
+    runs = [" ", "  ", " \t", "\t\n", "\n\n ", "\xa0\xa0"]  # a lone space, or a run of two or more
+    ends = ["", " ", "\t", "\n "]
+    p, t = spaced(preds, 32, runs, ends), spaced(target, 33, runs, ends)
+    assert smt.WordErrorRate().update(p, t).compute().item() == pytest.approx(jiwer.wer(list(t), list(p)))
+    p, t = spaced(preds, 34, runs, [""]), spaced(target, 35, runs, [""])
+    assert smt.CharErrorRate().update(p, t).compute().item() == pytest.approx(jiwer.cer(list(t), list(p)))
+    for lone in ("\t", "\n", "\xa0"):  # jiwer joins the words a lone non-space separates; we (and TorchMetrics) split
+        assert smt.WordErrorRate().update(f"a{lone}b", "a b").compute().item() == 0.0
+        assert tm_text.WordErrorRate()([f"a{lone}b"], ["a b"]).item() == 0.0
+        assert jiwer.wer("a b", f"a{lone}b") == 1.0
+    assert smt.CharErrorRate().update(" hello", "hello").compute().item() == pytest.approx(0.2)  # jiwer strips
+    assert tm_text.CharErrorRate()([" hello"], ["hello"]).item() == pytest.approx(0.2)
+    assert jiwer.cer("hello", " hello") == 0.0
+    p, t = spaced(preds, 36, ["\t", " "], ends), spaced(target, 37, ["\t", " "], ends)
+    words = [" ".join(s.split()) for s in p], [" ".join(s.split()) for s in t]
+    wer = smt.WordErrorRate().update(p, t).compute().item()
+    assert wer == pytest.approx(jiwer.wer(words[1], words[0])) != jiwer.wer(list(t), list(p))
+    cer = smt.CharErrorRate().update(p, t).compute().item()
+    stripped = smt.CharErrorRate().update([s.strip() for s in p], [s.strip() for s in t]).compute().item()
+    assert stripped == pytest.approx(jiwer.cer(list(t), list(p))) != cer
+
+
 def test_match_error_rate_equals_jiwer_where_no_alignment_mixes_insertions_and_deletions() -> None:
     """TorchMetrics' (and our) MER divides by max(len); jiwer by its alignment's H+S+D+I: equal without D and I."""
     preds, target = Rows(["a b c", "a x c d"]), Rows(["a b", "a b c d"])  # one insertion; one substitution
@@ -242,11 +279,13 @@ def test_perplexity_sums_in_float64() -> None:
 
 @pytest.mark.parametrize("kwargs", [{}, {"smooth": True}, {"n_gram": 2}, {"n_gram": 3, "weights": [0.5, 0.3, 0.2]}])
 def test_bleu_equals_torchmetrics(kwargs: dict[str, Any]) -> None:
+    """TorchMetrics takes the first of two equally close reference lengths, we the shorter: shortest first, equal."""
     target = references(200, 20)
     preds = near([t[0] for t in target], 21)
     ours = smt.BLEUScore(**kwargs).update(preds, target).compute()
     assert ours.item() > 0
-    assert_close(ours, tm_text.BLEUScore(**kwargs)(list(preds), [list(t) for t in target]), rtol=1e-5)
+    shortest_first = [sorted(t, key=lambda r: len(r.split())) for t in target]
+    assert_close(ours, tm_text.BLEUScore(**kwargs)(list(preds), shortest_first), rtol=1e-5)
 
 
 @pytest.mark.parametrize("tokenize", ["13a", "none", "char", "intl"])
@@ -259,6 +298,61 @@ def test_sacrebleu_score_equals_sacrebleu_and_torchmetrics(tokenize: str, lowerc
     assert ours.item() == pytest.approx(bleu.corpus_score(list(preds), [list(target)]).score / 100, rel=1e-5)
     theirs = tm_text.SacreBLEUScore(tokenize=tokenize, lowercase=lowercase)(list(preds), [[t] for t in target])
     assert_close(ours, theirs, rtol=1e-5)
+
+
+def tied_references(n: int, seed: int) -> tuple[Rows, list[list[str]]]:
+    """Predictions with two or three references each; mostly one reference ``k`` words longer than the prediction
+    and one ``k`` shorter (equally close), the longer listed first."""
+    rng = random.Random(seed)
+    refs = sentences(n, seed, low=4)
+    preds = near(list(refs), seed + 1)
+    target = []
+    for pred, ref in zip(preds, refs):
+        words, c, k = ref.split(), len(pred.split()), rng.randint(1, 2)
+        longer = " ".join((words + rng.choices(WORDS, k=c + k))[: c + k])
+        tie = c - k >= 1 and rng.random() < 0.8
+        target.append([longer, " ".join(words[: c - k]), ref] if tie else [longer, ref])
+    return preds, target
+
+
+def test_bleu_takes_the_shorter_of_two_equally_close_reference_lengths() -> None:
+    """sacrebleu and NLTK take the shorter reference length on a tie; TorchMetrics the first reference's."""
+    bleu2 = sacrebleu.metrics.BLEU(smooth_method="none", max_ngram_order=2)
+    one, refs = ["a b c d e"], [["a b c d e f", "a b c d"]]
+    assert smt.SacreBLEUScore(n_gram=2).update(one, refs).compute().item() == pytest.approx(1.0)
+    assert bleu2.corpus_score(one, [[r] for r in refs[0]]).score / 100 == pytest.approx(1.0)
+    assert smt.BLEUScore(n_gram=2).update(one, refs).compute().item() == pytest.approx(1.0)
+    assert tm_text.BLEUScore(n_gram=2)(one, refs).item() == pytest.approx(0.8187, abs=1e-4)  # the first: 6 words
+    preds, target = tied_references(200, 40)
+    streams = [[t[min(k, len(t) - 1)] for t in target] for k in range(3)]  # sacrebleu: one stream per reference
+    ours = smt.SacreBLEUScore().update(preds, target).compute().item()
+    assert ours == pytest.approx(sacrebleu.metrics.BLEU(smooth_method="none").corpus_score(list(preds), streams).score
+                                 / 100, rel=1e-5)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"n_gram": 2}, {"n_gram": 3, "weights": [0.5, 0.3, 0.2]}])
+def test_bleu_equals_nltk(kwargs: dict[str, Any]) -> None:
+    bleu_score = pytest.importorskip("nltk.translate.bleu_score")
+    n = kwargs.get("n_gram", 4)
+    preds, target = tied_references(200, 41)
+    keep = [i for i, p in enumerate(preds) if len(p.split()) >= n]  # NLTK counts 1 n-gram in a shorter prediction
+    preds, target = Rows(preds[i] for i in keep), [target[i] for i in keep]
+    weights = tuple(kwargs.get("weights", [1 / n] * n))
+    theirs = bleu_score.corpus_bleu([[r.split() for r in t] for t in target], [p.split() for p in preds], weights)
+    assert smt.BLEUScore(**kwargs).update(preds, target).compute().item() == pytest.approx(theirs, rel=1e-5)
+
+
+@pytest.mark.parametrize("tokenize", ["13a", "none", "char", "intl"])
+def test_sacrebleu_lowercases_each_line_before_tokenizing_as_sacrebleu(tokenize: str) -> None:
+    """sacrebleu lowercases, strips the line's end, then tokenizes; TorchMetrics lowercases the tokens."""
+    preds = ["İstanbul is big", "we met at &AMP; by the sea <SKIPPED> today", "a fine dash -\n", "İstanbul"]
+    target = ["istanbul is big", "we met at & by the sea today", "a fine dash -", "istanbul"]
+    ours = smt.SacreBLEUScore(n_gram=2, tokenize=tokenize, lowercase=True).update(preds, target).compute().item()
+    bleu = sacrebleu.metrics.BLEU(tokenize=tokenize, lowercase=True, smooth_method="none", max_ngram_order=2)
+    assert ours == pytest.approx(bleu.corpus_score(preds, [target]).score / 100, rel=1e-6)
+    alone = smt.SacreBLEUScore(tokenize="char", lowercase=True).update(["İstanbul"], ["istanbul"]).compute().item()
+    bleu_char = sacrebleu.metrics.BLEU(tokenize="char", lowercase=True, smooth_method="none")
+    assert alone == pytest.approx(bleu_char.corpus_score(["İstanbul"], [["istanbul"]]).score / 100, rel=1e-6)
 
 
 def test_smoothed_sacrebleu_equals_add_one_smoothing() -> None:
@@ -274,7 +368,7 @@ def test_thirteen_a_tokenizes_like_sacrebleu() -> None:
 
     from scopedmetrics.text._tokenize import tokenizer
 
-    mine, theirs = tokenizer("13a", False), Tokenizer13a()
+    mine, theirs = tokenizer("13a"), Tokenizer13a()
     for line in ["Hello, world! It's 3.5 (or 12-3) &amp; &quot;more&quot;.", "a-b 1,000.5 x.y <skipped>z", ""]:
         assert mine(line) == theirs(line).split()
 

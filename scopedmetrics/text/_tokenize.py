@@ -64,14 +64,9 @@ def _intl() -> Callable[[str], str]:
     return tokenize
 
 
-def tokenizer(name: str, lowercase: bool) -> Callable[[str], list[str]]:
+def tokenizer(name: str) -> Callable[[str], list[str]]:
     """The function from a line to its tokens for SacreBLEU's tokenizer ``name``."""
-    if name == "intl":
-        base = _intl()
-    else:
-        base = {"none": _none, "13a": _13a, "char": _char}[name]
-    if lowercase:
-        return lambda line: base(line).lower().split()
+    base = _intl() if name == "intl" else {"none": _none, "13a": _13a, "char": _char}[name]
     return lambda line: base(line).split()
 
 

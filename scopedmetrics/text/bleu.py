@@ -35,10 +35,10 @@ def corpus_statistics(
 ) -> tuple[list[int], list[int], int, int]:
     """Clipped matches and predicted n-grams per order, predicted length, closest reference length.
 
-    As TorchMetrics (and BLEU's definition): a predicted n-gram counts at most
-    as often as in the reference where it is most frequent; the reference
-    length of a sentence is the one closest to its prediction (the first
-    such reference on a tie).
+    As BLEU's definition: a predicted n-gram counts at most as often as in
+    the reference where it is most frequent; the reference length of a
+    sentence is the one closest to its prediction, the shorter of two equally
+    close (as sacrebleu and NLTK; TorchMetrics takes the first reference).
     """
     numerator, denominator = [0] * n_gram, [0] * n_gram
     preds_len = target_len = 0
@@ -46,7 +46,7 @@ def corpus_statistics(
         c = len(pred)
         preds_len += c
         lengths = [len(r) for r in refs]
-        target_len += min(lengths, key=lambda r: abs(c - r))  # min keeps the first of equal distances
+        target_len += min(lengths, key=lambda r: (abs(c - r), r))
         most = ngram_counts(refs[0], n_gram)
         for ref in refs[1:]:
             most |= ngram_counts(ref, n_gram)  # | keeps the larger count
@@ -170,7 +170,10 @@ class SacreBLEUScore(_BLEUCounts):
     ``smooth_method="none"``, scores in [0, 1]). ``"intl"`` needs the ``regex``
     package; TorchMetrics' ``"zh"``, ``"ja-mecab"``, ``"ko-mecab"`` and the
     ``"flores"`` tokenizers (which need extra packages or a download) are not
-    offered. ``lowercase`` lowercases the tokens.
+    offered. ``lowercase`` lowercases each line before it is tokenized (as
+    sacrebleu; TorchMetrics lowercases the tokens, which differs where
+    lowercasing changes a line's tokens: ``"İ"`` becomes two characters,
+    ``"&AMP;"`` becomes an entity of ``"13a"``).
 
     Examples:
         >>> from scopedmetrics.text import SacreBLEUScore
@@ -196,4 +199,8 @@ class SacreBLEUScore(_BLEUCounts):
             )
 
     def _tokenizer(self) -> Callable[[str], list[str]]:
-        return _tokenize.tokenizer(self.tokenize, self.lowercase)
+        """Lines to tokens in sacrebleu's order: lowercase (if asked), strip the line's end, tokenize."""
+        tokens = _tokenize.tokenizer(self.tokenize)
+        if self.lowercase:
+            return lambda line: tokens(line.lower().rstrip())
+        return lambda line: tokens(line.rstrip())
