@@ -77,14 +77,20 @@ def _owned(value: Any, metric: Metric) -> Any:
     """
     if torch.compiler.is_compiling():
         return value
-    held = {t.untyped_storage().data_ptr() for t in tree.leaves(metric) if isinstance(t, torch.Tensor)}
+    held = {_memory(t) for t in tree.leaves(metric) if isinstance(t, torch.Tensor)} - {None}
 
     def own(x: Any) -> Any:
-        if isinstance(x, torch.Tensor) and x.untyped_storage().data_ptr() in held:
-            return x.clone()
-        return x
+        return x.clone() if isinstance(x, torch.Tensor) and _memory(x) in held else x
 
     return optree.tree_map(own, value) if held else value
+
+
+def _memory(t: torch.Tensor) -> int | None:
+    """Where ``t``'s storage lives; ``None`` for tensors without one of their own (sparse, some subclasses)."""
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
 
 
 def _folding(update: Callable[..., Any], own_mask: bool) -> Callable[..., Any]:
