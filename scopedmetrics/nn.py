@@ -116,12 +116,12 @@ class Stateful(torch.nn.Module, Generic[M]):
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
         keys = list(self._metric.state_dict())
-        ours = {prefix + k for k in keys}
-        unexpected_keys[before:] = [k for k in unexpected_keys[before:] if k not in ours]  # not params: ours
         missing = [prefix + k for k in keys if prefix + k not in state_dict]
         if missing:  # a state loads whole or not at all; strict=False keeps the current one
             missing_keys.extend(missing)
-            return
+            return  # and the keys it holds stay in unexpected_keys: they were not loaded either
+        ours = {prefix + k for k in keys}
+        unexpected_keys[before:] = [k for k in unexpected_keys[before:] if k not in ours]  # not params: ours
         assign = bool(local_metadata.get("assign_to_params_buffers", False))
         loaded = {k: state_dict[prefix + k] for k in keys}
         try:

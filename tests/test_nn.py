@@ -223,6 +223,9 @@ def test_a_bad_checkpoint_is_refused_and_loads_nothing() -> None:
         model.load_state_dict(missing)
     result = Evaluated().load_state_dict(missing, strict=False)  # loads nothing of that metric, says so
     assert result.missing_keys == ["metrics.val.acc.stats.fn"]
+    # and its keys the checkpoint holds are named too: they were not loaded either (before, only the absent key was)
+    val = {k for k in good if k.startswith("metrics.val.")} - {"metrics.val.acc.stats.fn"}
+    assert val and set(result.unexpected_keys) == val
 
     extra = {**good, "metrics.val.acc.bogus": torch.tensor(1)}
     with pytest.raises(RuntimeError, match=r"Unexpected key\(s\).*metrics\.val\.acc\.bogus"):
