@@ -308,6 +308,8 @@ def test_empty_and_too_small_states() -> None:
         assert torch.isnan(FrechetInceptionDistance(extractor()).update(imgs[:3], True).compute())
     with pytest.raises(ValueError, match="KernelInceptionDistance.compute: argument `subset_size`"):
         KernelInceptionDistance(extractor(), subset_size=10).update(imgs, real).compute()
+    with pytest.raises(ValueError, match="KernelInceptionDistance: argument `subset_size` must be at least 2"):
+        KernelInceptionDistance(extractor(), subset_size=1)  # the unbiased MMD of 1 sample is 0 / 0 (was NaN)
 
 
 # -- bad input -------------------------------------------------------------------------------------------

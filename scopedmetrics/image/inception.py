@@ -314,7 +314,7 @@ class KernelInceptionDistance(Metric):
 
     def __post_init__(self) -> None:
         _checks.check_int(self, "subsets", 1)
-        _checks.check_int(self, "subset_size", 1)
+        _checks.check_int(self, "subset_size", 2)  # the unbiased MMD divides by m * (m - 1): 1 gives NaN
         _checks.check_int(self, "degree", 1)
         if self.gamma is not None:
             _checks.check_number(self, "gamma")
