@@ -63,6 +63,7 @@ from scopedmetrics.classification.inputs import (
     config_error,
     finite_scores,
     not_ignored,
+    widened,
 )
 from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric
@@ -188,8 +189,7 @@ def _scores(preds: Tensor, normalize: str | None, extremes: tuple[float, float] 
         return preds.to(torch.float32)
     if preds.dtype == torch.float32:
         return _probabilities(preds, normalize, extremes, keep)
-    preds = preds.to(torch.promote_types(preds.dtype, torch.float32))
-    return _probabilities(preds, normalize, extremes, keep).to(torch.float32)
+    return _probabilities(widened(preds), normalize, extremes, keep).to(torch.float32)
 
 
 @functools.lru_cache(maxsize=64)

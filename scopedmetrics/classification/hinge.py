@@ -28,6 +28,7 @@ from scopedmetrics.classification.inputs import (
     check_one_of,
     finite_scores,
     not_ignored,
+    widened,
 )
 from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric
@@ -46,7 +47,7 @@ def _check(m: Any) -> None:
 
 def _scores(preds: Tensor, normalize: str, keep: Tensor | None = None) -> Tensor:
     """Probabilities in at least float32 (logits through sigmoid/softmax, decided on the kept rows)."""
-    return _probabilities(preds.to(torch.promote_types(preds.dtype, torch.float32)), normalize, keep=keep)
+    return _probabilities(widened(preds), normalize, keep=keep)
 
 
 def _folded(m: _M, margin: Tensor, keep: Tensor | None) -> _M:

@@ -484,8 +484,8 @@ def _argmax(scores: torch.Tensor) -> torch.Tensor:
     return scores.argmax(1) if scores.shape[0] < 1024 else scores.max(1).indices
 
 
-def _widened(scores: torch.Tensor) -> torch.Tensor:
-    """Float scores in at least float32: float16 and bfloat16 sums of confidences overflow or drift."""
+def widened(scores: torch.Tensor) -> torch.Tensor:
+    """Float scores in at least float32: in float16 or bfloat16 a sigmoid, softmax or sum drifts or overflows."""
     return scores.to(torch.promote_types(scores.dtype, torch.float32))
 
 
@@ -505,7 +505,7 @@ def binary_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
         _binary_checks(owner, preds, target, scores_only=True)
     keep = _keep(owner, target)
     return (
-        _probabilities(_widened(preds), "sigmoid", keep=keep).reshape(-1),
+        _probabilities(widened(preds), "sigmoid", keep=keep).reshape(-1),
         (target == 1).reshape(-1),
         None if keep is None else keep.reshape(-1),
     )
@@ -529,6 +529,6 @@ def multiclass_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
     t = target.reshape(-1).long()
     keep = _keep(owner, t)
     scores = preds if preds.ndim == 2 else preds.movedim(1, -1).reshape(-1, owner.num_classes)
-    probs = _probabilities(_widened(scores), "softmax", keep=None if keep is None else keep[:, None])
+    probs = _probabilities(widened(scores), "softmax", keep=None if keep is None else keep[:, None])
     conf, label = probs.max(1)
     return conf, label == t, keep

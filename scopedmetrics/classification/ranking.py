@@ -39,6 +39,7 @@ from scopedmetrics.classification.inputs import (
     check_int,
     input_error,
     not_ignored,
+    widened,
 )
 from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric
@@ -87,7 +88,7 @@ class _Ranking(Metric):
                 problem = f"must hold float probabilities or logits, got {preds.dtype}"
                 raise input_error(self, "preds", problem, TypeError)
             _no_nan(self, preds, finite=True)
-        scores = _probabilities(preds.to(torch.promote_types(preds.dtype, torch.float32)), "sigmoid")
+        scores = _probabilities(widened(preds), "sigmoid")
         scores = scores.movedim(1, -1).reshape(-1, self.num_labels)
         target = target.movedim(1, -1).reshape(-1, self.num_labels)
         kept = not_ignored(target, self.ignore_index)
