@@ -216,6 +216,7 @@ def mask_iou(d: torch.Tensor, g: torch.Tensor, crowd: torch.Tensor) -> torch.Ten
 
 
 # -- pairwise overlaps of xyxy boxes, as torchvision.ops computes them ---------------------------------------
+# (of boxes in float32 or float64: IntersectionOverUnion.update upcasts half-precision boxes where they enter)
 
 _HALF = (torch.float16, torch.bfloat16)
 
@@ -241,8 +242,8 @@ def _inter_union(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.
 
 
 def box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Pairwise IoU ``(len(a), len(b))``, in float32 for half-precision boxes."""
-    inter, union = _inter_union(upcast(a), upcast(b))
+    """Pairwise IoU ``(len(a), len(b))``."""
+    inter, union = _inter_union(a, b)
     return inter / union
 
 
@@ -254,7 +255,6 @@ def _enclosing_wh(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def generalized_box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Pairwise generalized IoU: IoU minus the share of the enclosing box outside the union."""
-    a, b = upcast(a), upcast(b)
     inter, union = _inter_union(a, b)
     iou = inter / union
     wh = _enclosing_wh(a, b)
@@ -263,7 +263,6 @@ def generalized_box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _diou_terms(a: torch.Tensor, b: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    a, b = upcast(a), upcast(b)
     iou = box_iou(a, b)
     wh = _enclosing_wh(a, b)
     diagonal = wh[..., 0] ** 2 + wh[..., 1] ** 2 + eps
@@ -280,7 +279,6 @@ def distance_box_iou(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-7) -> tor
 
 def complete_box_iou(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-7) -> torch.Tensor:
     """Pairwise complete IoU: distance IoU minus an aspect-ratio consistency term."""
-    a, b = upcast(a), upcast(b)
     iou, diou = _diou_terms(a, b, eps)
     wa, ha = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
     wb, hb = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]
