@@ -284,11 +284,6 @@ def _multilabel_checks(owner: Any, preds: Any, target: Any) -> None:
 # -- formatting --------------------------------------------------------------
 
 
-def _keep(owner: Any, target: torch.Tensor) -> torch.Tensor | None:
-    """Where ``target`` is not ``ignore_index``; ``None`` (keep everything) without one."""
-    return not_ignored(target, owner.ignore_index)
-
-
 def not_ignored(target: torch.Tensor, ignore: int | None) -> torch.Tensor | None:
     """Where ``target`` is not ``ignore``; ``None`` (keep everything) without one or when no label can equal it.
 
@@ -413,7 +408,7 @@ def binary_labels(owner: Any, preds: Any, target: Any, kept_only: bool = False) 
     """
     if owner.validate_args:
         _binary_checks(owner, preds, target)
-    keep = _keep(owner, target)
+    keep = not_ignored(target, owner.ignore_index)
     return (
         _thresholded(owner, preds, keep if kept_only else None).reshape(-1),
         (target == 1).reshape(-1),
@@ -441,7 +436,7 @@ def multilabel_labels(owner: Any, preds: Any, target: Any) -> _Batch:
     def rows(x: torch.Tensor) -> torch.Tensor:
         return x.reshape(-1, n) if x.ndim == 2 else x.movedim(1, -1).reshape(-1, n)
 
-    keep = _keep(owner, target)
+    keep = not_ignored(target, owner.ignore_index)
     return rows(_thresholded(owner, preds)), rows(target == 1), None if keep is None else rows(keep)
 
 
@@ -462,7 +457,7 @@ def multiclass_labels(owner: Any, preds: Any, target: Any) -> _Batch:
     if owner.validate_args:
         _multiclass_checks(owner, preds, target)
     t = (target if target.ndim == 1 else target.reshape(-1)).long()
-    keep = _keep(owner, t)
+    keep = not_ignored(t, owner.ignore_index)
     if not preds.is_floating_point():
         return preds.reshape(-1).long(), t, keep
     c = preds.shape[1]  # num_classes, or any number of classes when it is None
@@ -503,7 +498,7 @@ def binary_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
     """
     if owner.validate_args:
         _binary_checks(owner, preds, target, scores_only=True)
-    keep = _keep(owner, target)
+    keep = not_ignored(target, owner.ignore_index)
     return (
         _probabilities(widened(preds), "sigmoid", keep=keep).reshape(-1),
         (target == 1).reshape(-1),
@@ -527,7 +522,7 @@ def multiclass_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
     if owner.validate_args:
         _multiclass_checks(owner, preds, target, scores_only=True)
     t = target.reshape(-1).long()
-    keep = _keep(owner, t)
+    keep = not_ignored(t, owner.ignore_index)
     scores = preds if preds.ndim == 2 else preds.movedim(1, -1).reshape(-1, owner.num_classes)
     probs = _probabilities(widened(scores), "softmax", keep=None if keep is None else keep[:, None])
     conf, label = probs.max(1)
