@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -191,6 +192,8 @@ def labels(owner: Any, arg: str, x: torch.Tensor, high: int | None = None, ignor
         )
     if x.numel() == 0:
         return
+    if ignore is not None and not holds(x.dtype, ignore):
+        ignore = None  # no value of x equals it (a comparison would wrap it into x's dtype)
     expected = f"[0, {high})" if high is not None else "[0, ...)"
     also = "" if ignore is None else f" or the ignore_index {ignore}"
     if asserting(x):  # element-wise, so nothing about the data decides a shape
@@ -234,3 +237,36 @@ def same_length(owner: Any, a_name: str, a: Sequence[Any], b_name: str, b: Seque
             f"{where(owner)}: arguments `{a_name}` and `{b_name}` must hold as many items, "
             f"got {len(a)} and {len(b)}"
         )
+
+
+# -- ignore_index ---------------------------------------------------------------------
+
+
+def not_ignored(target: torch.Tensor, ignore: int | None) -> torch.Tensor | None:
+    """Where ``target`` is not ``ignore``; ``None`` (keep everything) without one or when no label can equal it.
+
+    torch compares a tensor with a Python int in the tensor's dtype, so against
+    uint8 labels an ``ignore_index`` of 257 wraps to 1 and drops every 1
+    (TorchMetrics does so); a value the dtype cannot hold equals no label.
+
+    Examples:
+        >>> import torch
+        >>> not_ignored(torch.tensor([0, 1, 257]), 257)
+        tensor([ True,  True, False])
+        >>> not_ignored(torch.tensor([0, 1], dtype=torch.uint8), 257) is None
+        True
+    """
+    if ignore is None or not holds(target.dtype, ignore):
+        return None
+    return target != ignore
+
+
+@functools.lru_cache(maxsize=256)
+def holds(dtype: torch.dtype, value: int) -> bool:
+    """Whether a tensor of ``dtype`` can hold the integer ``value`` exactly."""
+    if dtype == torch.bool:
+        return value in (0, 1)
+    if dtype.is_floating_point or dtype.is_complex:
+        return float(torch.tensor(float(value), dtype=torch.float64).to(dtype)) == value
+    info = torch.iinfo(dtype)
+    return info.min <= value <= info.max

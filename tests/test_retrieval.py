@@ -375,6 +375,16 @@ def test_an_empty_batch_and_ignored_rows_change_nothing() -> None:
     assert_same_state(state_of(m.update(p, torch.full_like(t, -1), indexes=i)), state_of(m))
 
 
+def test_an_ignore_index_a_narrow_target_dtype_cannot_hold_ignores_nothing() -> None:
+    # torch compares in the tensor's dtype: -100 against uint8 relevance was 156, so those documents were dropped
+    p = torch.tensor([0.9, 0.4, 0.7, 0.2])
+    t = torch.tensor([156, 0, 3, 1])
+    i = torch.tensor([0, 0, 1, 1])
+    want = smr.RetrievalNormalizedDCG().update(p, t, indexes=i)
+    got = smr.RetrievalNormalizedDCG(ignore_index=-100).update(p, t.to(torch.uint8), indexes=i)
+    assert_same_state(state_of(got), state_of(want))
+
+
 def test_mask_and_any_shape() -> None:
     p, t, i = rankings(20, 16, shuffle=False)
     n = p.numel() - p.numel() % 2

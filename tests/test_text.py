@@ -243,6 +243,20 @@ def test_perplexity_equals_torchmetrics(ignore_index: int | None) -> None:
     assert ours.total_log_probs.dtype == torch.float64
 
 
+def test_perplexity_an_ignore_index_narrow_token_ids_cannot_hold_ignores_nothing() -> None:
+    # torch compares in the tensor's dtype: -100 against uint8 ids was 156, so token 156 was dropped silently
+    g = torch.Generator().manual_seed(3)
+    loglik = -torch.rand(2, 5, generator=g)
+    ids = torch.tensor([[156, 1, 2, 156, 0], [3, 156, 4, 5, 6]])
+    want = smt.Perplexity().update(loglik, ids)
+    got = smt.Perplexity(ignore_index=-100).update(loglik, ids.to(torch.uint8))
+    assert int(got.count) == 10
+    assert_close(got.compute(), want.compute())
+    logits = torch.randn(1, 3, 300, generator=g)
+    with_ignore = smt.Perplexity(ignore_index=-100).update(logits, torch.tensor([[156, 7, 299]], dtype=torch.int32))
+    assert_close(with_ignore.compute(), smt.Perplexity().update(logits, torch.tensor([[156, 7, 299]])).compute())
+
+
 def test_perplexity_from_token_log_likelihoods_equals_the_logits_form() -> None:
     """The vocabulary-parallel form: each rank of a tensor-parallel model holds a slice of the vocabulary."""
     g = torch.Generator().manual_seed(1)

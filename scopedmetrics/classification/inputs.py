@@ -20,7 +20,6 @@ is true; every error names the metric and the argument at fault.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import torch
 
 from scopedmetrics import _checks
+from scopedmetrics._checks import not_ignored as not_ignored  # the classification modules take it from here
 
 
 def config_error(owner: Any, arg: str, expected: str) -> ValueError:
@@ -169,7 +169,7 @@ def _in_range(
     Where ``_checks.asserting(x)`` (tracing; an accelerator in ``sm.device_checks()``) the
     check is an asynchronous assert: no graph break, no host read.
     """
-    if ignore is not None and not _holds(x.dtype, ignore):
+    if ignore is not None and not _checks.holds(x.dtype, ignore):
         ignore = None  # no value of x equals it (a comparison would wrap it into x's dtype)
     device = _checks.asserting(x)
     if not device and _extremes_within(x, high, ignore):
@@ -282,36 +282,6 @@ def _multilabel_checks(owner: Any, preds: Any, target: Any) -> None:
 
 
 # -- formatting --------------------------------------------------------------
-
-
-def not_ignored(target: torch.Tensor, ignore: int | None) -> torch.Tensor | None:
-    """Where ``target`` is not ``ignore``; ``None`` (keep everything) without one or when no label can equal it.
-
-    torch compares a tensor with a Python int in the tensor's dtype, so against
-    uint8 labels an ``ignore_index`` of 257 wraps to 1 and drops every 1
-    (TorchMetrics does so); a value the dtype cannot hold equals no label.
-
-    Examples:
-        >>> import torch
-        >>> not_ignored(torch.tensor([0, 1, 257]), 257)
-        tensor([ True,  True, False])
-        >>> not_ignored(torch.tensor([0, 1], dtype=torch.uint8), 257) is None
-        True
-    """
-    if ignore is None or not _holds(target.dtype, ignore):
-        return None
-    return target != ignore
-
-
-@functools.lru_cache(maxsize=256)
-def _holds(dtype: torch.dtype, value: int) -> bool:
-    """Whether a tensor of ``dtype`` can hold the integer ``value`` exactly."""
-    if dtype == torch.bool:
-        return value in (0, 1)
-    if dtype.is_floating_point or dtype.is_complex:
-        return float(torch.tensor(float(value), dtype=torch.float64).to(dtype)) == value
-    info = torch.iinfo(dtype)
-    return info.min <= value <= info.max
 
 
 def on_device(x: torch.Tensor) -> bool:

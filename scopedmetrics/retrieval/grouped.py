@@ -73,8 +73,8 @@ class _Retrieval(Metric):
             raise TypeError(f"{_checks.where(self)}: argument `target` must be real, got {t.dtype}")
         p, t, i = p.reshape(-1), t.reshape(-1), i.reshape(-1)
         ignore = self.ignore_index  # type: ignore[attr-defined]
-        if ignore is not None:
-            keep = t != ignore
+        keep = _checks.not_ignored(t, ignore)
+        if keep is not None:
             p, t, i = p[keep], t[keep], i[keep]
         if bool(torch.isnan(p).any()):
             raise ValueError(f"{_checks.where(self)}: argument `preds` holds NaN scores")

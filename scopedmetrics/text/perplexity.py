@@ -75,7 +75,8 @@ class Perplexity(Metric):
                 f"(batch, seq_len) (token log-likelihoods), got {tuple(p.shape)}"
             )
         t = t.to(p.device)  # token ids may come from the loader's device
-        keep = torch.ones_like(t, dtype=torch.bool) if self.ignore_index is None else t != self.ignore_index
+        kept = _checks.not_ignored(t, self.ignore_index)
+        keep = torch.ones_like(t, dtype=torch.bool) if kept is None else kept
         if p.ndim == 3:
             x = p if p.dtype in (torch.float32, torch.float64) else p.float()
             picked = x.gather(-1, t.where(keep, 0).unsqueeze(-1)).squeeze(-1)
