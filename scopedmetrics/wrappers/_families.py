@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from scopedmetrics._kernels import bincount
+from scopedmetrics._kernels import bincount, class_counts
 from scopedmetrics.aggregation import Max, Mean, Min, Sum
 from scopedmetrics.classification.confusion import (
     BinaryConfusion,
@@ -223,12 +223,9 @@ def _multiclass_counts(stacked: M, template: M, g: GroupIds, preds: Any, target:
         return stacked.replace(counts=counts + torch.stack([hm[:, 0], hm[:, 1], hm.sum(1)], 1).view(n, 1, 3))
     if not template.validate_args and not _labels_in_range(p, t, keep, c):  # type: ignore[attr-defined]
         return None  # the metric's own update names the bad label
-    base = group * (3 * c)
-    rows = base + 3 * p + (p != t)  # tp on a hit, fp on a miss
-    support = base + 3 * t + 2
-    both_keep = None if keep is None else keep.repeat(2)
-    add = bincount(torch.cat([rows, support]), 3 * c * n, both_keep).view(n, c, 3)
-    return stacked.replace(counts=counts + add)
+    offset = group * c  # slice k's class j is class k * c + j of one (n * c, 3) count
+    summed = class_counts(counts.view(n * c, 3), p + offset, t + offset, keep, n * c)
+    return stacked.replace(counts=summed.view(n, c, 3))
 
 
 @register_sliced_update(MultilabelCounts)
