@@ -37,6 +37,7 @@ def _data(seed: int) -> dict[str, torch.Tensor]:
         "labels5": torch.randint(0, 5, (N,), generator=g),
         "pred5": torch.randint(0, 5, (N,), generator=g),
         "ml": torch.randint(0, 2, (N, 4), generator=g),
+        "labels5_ign": torch.randint(-1, 5, (N,), generator=g),
     }
 
 
@@ -55,6 +56,8 @@ CASES: list[tuple[str, sm.Metric, tuple[str, ...]]] = [
     ("binary_f1_ignore", sm.BinaryF1Score(ignore_index=-1), ("prob4", "bin_ign")),
     ("mc_acc_none", sm.MulticlassAccuracy(5, average=None), ("scores5", "labels5")),
     ("mc_f1_top2", sm.MulticlassF1Score(5, top_k=2), ("scores5", "labels5")),
+    ("mc_recall_ignore_unchecked", sm.MulticlassRecall(5, average=None, ignore_index=-1, validate_args=False),
+     ("pred5", "labels5_ign")),
     ("mc_micro_no_classes", sm.MulticlassAccuracy(average="micro"), ("pred5", "labels5")),
     ("ml_precision", sm.MultilabelPrecision(4, average=None), ("prob4", "ml")),
     ("binary_cm", sm.BinaryConfusionMatrix(), ("prob", "bin")),
