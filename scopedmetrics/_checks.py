@@ -196,8 +196,9 @@ def labels(owner: Any, arg: str, x: torch.Tensor, high: int | None = None, ignor
         ignore = None  # no value of x equals it (a comparison would wrap it into x's dtype)
     expected = f"[0, {high})" if high is not None else "[0, ...)"
     also = "" if ignore is None else f" or the ignore_index {ignore}"
+    top = None if high is None else clipped(x.dtype, high - 1)  # the largest label, as x's dtype can hold it
     if asserting(x):  # element-wise, so nothing about the data decides a shape
-        each = x >= 0 if high is None else (x >= 0) & (x < high)
+        each = x >= 0 if top is None else (x >= 0) & (x <= top)
         if ignore is not None:
             each |= x == ignore
         torch._assert_async(each.all(), f"{where(owner)}: argument `{arg}` must hold labels in {expected}{also}")
@@ -205,12 +206,12 @@ def labels(owner: Any, arg: str, x: torch.Tensor, high: int | None = None, ignor
     kept = x if ignore is None else x[x != ignore]
     if kept.numel() == 0:
         return
-    low, top = kept.min(), kept.max()
-    ok = low >= 0 if high is None else (low >= 0) & (top < high)
+    low, most = kept.min(), kept.max()
+    ok = low >= 0 if top is None else (low >= 0) & (most <= top)
     if not bool(ok):
         raise ValueError(
             f"{where(owner)}: argument `{arg}` must hold labels in {expected}{also}, "
-            f"got values in [{low.item()}, {top.item()}]"
+            f"got values in [{low.item()}, {most.item()}]"
         )
 
 
@@ -270,3 +271,21 @@ def holds(dtype: torch.dtype, value: int) -> bool:
         return float(torch.tensor(float(value), dtype=torch.float64).to(dtype)) == value
     info = torch.iinfo(dtype)
     return info.min <= value <= info.max
+
+
+def clipped(dtype: torch.dtype, value: int) -> int:
+    """An inclusive upper bound ``value`` (``x <= value``, ``x > value``) as a tensor of ``dtype`` can be compared with.
+
+    torch compares a tensor with a Python int in the tensor's dtype: against
+    uint8 labels, ``x <= 299`` is ``x <= 43``. Every value of the dtype lies
+    at or below its maximum, so a bound above it becomes the maximum and
+    decides every comparison as the unbounded one would. Floating and bool
+    dtypes are returned unchanged (their comparisons promote).
+
+    Examples:
+        >>> clipped(torch.uint8, 299), clipped(torch.int64, 299)
+        (255, 299)
+    """
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        return value
+    return min(value, torch.iinfo(dtype).max)

@@ -118,3 +118,31 @@ def test_the_nan_check_decides_by_the_sum_and_looks_closer_when_it_is_not_finite
         else:
             with pytest.raises(ValueError, match="argument `preds` contains (NaN|non-finite values)"):
                 call()
+
+
+@pytest.mark.parametrize("on_device", [False, True], ids=["host", "device asserts"])
+def test_labels_of_a_narrow_dtype_are_checked_against_bounds_it_cannot_hold(
+    on_device: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torch compares in the tensor's dtype: against uint8 labels 299 was 43, so valid labels were refused
+    from scopedmetrics.classification import MulticlassAccuracy, inputs
+    from scopedmetrics.segmentation import MeanIoU
+
+    g = torch.Generator().manual_seed(0)
+    labels = torch.randint(0, 256, (64,), generator=g)
+    labels[:2] = torch.tensor([0, 255])
+    if on_device:  # both device predicates say so: every data check is an element-wise assert
+        monkeypatch.setattr(_checks, "_off_host", lambda x: True)
+        monkeypatch.setattr(inputs, "on_device", lambda x: True)
+    with sm.device_checks(on_device):
+        _checks.labels(Probe(), "target", labels.to(torch.uint8), 300)
+        _checks.labels(Probe(), "target", labels.to(torch.int8) % 100, 300, ignore=-1)
+        got = MulticlassAccuracy(num_classes=300, average="micro").update(labels.to(torch.uint8), labels.flip(0))
+        want = MulticlassAccuracy(num_classes=300, average="micro").update(labels, labels.flip(0))
+        assert torch.equal(got.compute(), want.compute())
+        masks = labels.reshape(4, 4, 4)
+        got_iou = MeanIoU(num_classes=300, input_format="index").update(masks.to(torch.uint8), masks.flip(0))
+        want_iou = MeanIoU(num_classes=300, input_format="index").update(masks, masks.flip(0))
+        assert torch.equal(got_iou.compute(), want_iou.compute())
+        with pytest.raises((ValueError, RuntimeError), match="argument `target`"):
+            _checks.labels(Probe(), "target", labels.to(torch.uint8), 255)  # 255 is outside [0, 255)

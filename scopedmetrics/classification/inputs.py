@@ -174,7 +174,7 @@ def _in_range(
     device = _checks.asserting(x)
     if not device and _extremes_within(x, high, ignore):
         return
-    bad = x < 0 if high is None else (x < 0) | (x > high)
+    bad = x < 0 if high is None else (x < 0) | (x > _checks.clipped(x.dtype, high))
     if ignore is not None:
         bad &= x != ignore
     if mask is not None:

@@ -156,7 +156,7 @@ def _labels(owner: Any, arg: str, x: torch.Tensor, num_classes: int) -> None:
         _checks.labels(owner, arg, x, num_classes)
         return
     lo, hi = torch.aminmax(x)
-    if not bool((lo >= 0) & (hi < num_classes)):
+    if not bool((lo >= 0) & (hi <= _checks.clipped(x.dtype, num_classes - 1))):
         raise ValueError(
             f"{_checks.where(owner)}: argument `{arg}` must hold labels in [0, {num_classes}), "
             f"got values in [{lo.item()}, {hi.item()}]"
