@@ -289,3 +289,18 @@ def clipped(dtype: torch.dtype, value: int) -> int:
     if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
         return value
     return min(value, torch.iinfo(dtype).max)
+
+
+def widened(x: torch.Tensor) -> torch.Tensor:
+    """A float tensor narrower than float32 (float16, bfloat16) as float32; any other tensor as it is.
+
+    Sums, products, a sigmoid or a softmax in half precision drift or overflow
+    (a 300 x 300 box's area, the squared pixel sums of an SSIM window), while
+    float32 holds every half-precision value exactly: the metrics take such
+    inputs in at least float32 where they enter.
+
+    Examples:
+        >>> widened(torch.ones(1, dtype=torch.float16)).dtype, widened(torch.ones(1, dtype=torch.float64)).dtype
+        (torch.float32, torch.float64)
+    """
+    return x.float() if x.is_floating_point() and x.dtype.itemsize < 4 else x

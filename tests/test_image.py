@@ -100,6 +100,20 @@ def test_ssim_without_data_range_equals_torchmetrics_fed_one_image_at_a_time() -
     assert_close(ours, tm(tmi.StructuralSimilarityIndexMeasure(), p, t, one_at_a_time=True))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_images_give_the_values_of_the_same_pixels_in_float32(dtype: torch.dtype) -> None:
+    # an 8-bit image's SSIM window sums overflow float16: the value was NaN (TorchMetrics gives NaN too)
+    g = torch.Generator().manual_seed(4)
+    a = torch.randint(0, 256, (2, 3, 48, 48), generator=g).float()
+    b = (a + torch.randn(a.shape, generator=g) * 20).clamp(0, 255).round()
+    makes = [lambda: PeakSignalNoiseRatio(data_range=255.0), lambda: StructuralSimilarityIndexMeasure(data_range=255.0),
+             lambda: MultiScaleStructuralSimilarityIndexMeasure(data_range=255.0, betas=(0.5, 0.5))]
+    for make in makes:
+        narrow = make().update(a.to(dtype), b.to(dtype)).compute()
+        assert torch.isfinite(narrow)
+        assert_close(narrow, make().update(a, b).compute())  # 8-bit pixels are exact in either dtype
+
+
 def test_ssim_of_volumes_equals_torchmetrics() -> None:
     p, t = images(n=3, shape=(1, 12, 13, 14), seed=2)
     for kwargs in ({"sigma": 0.8, "kernel_size": 5}, {"gaussian_kernel": False, "kernel_size": (3, 5, 7)}):

@@ -27,7 +27,8 @@ from typing import Any
 import torch
 
 from scopedmetrics import _checks
-from scopedmetrics._checks import not_ignored as not_ignored  # the classification modules take it from here
+from scopedmetrics._checks import not_ignored as not_ignored  # the classification modules take these from here
+from scopedmetrics._checks import widened as widened
 
 
 def config_error(owner: Any, arg: str, expected: str) -> ValueError:
@@ -447,11 +448,6 @@ def _argmax(scores: torch.Tensor) -> torch.Tensor:
     a thousand rows on (up to 1.4x at 10^6 x 10); below that ``argmax`` is.
     """
     return scores.argmax(1) if scores.shape[0] < 1024 else scores.max(1).indices
-
-
-def widened(scores: torch.Tensor) -> torch.Tensor:
-    """Float scores in at least float32: in float16 or bfloat16 a sigmoid, softmax or sum drifts or overflows."""
-    return scores.to(torch.promote_types(scores.dtype, torch.float32))
 
 
 def binary_confidences(owner: Any, preds: Any, target: Any) -> _Batch:

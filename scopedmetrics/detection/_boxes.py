@@ -218,19 +218,6 @@ def mask_iou(d: torch.Tensor, g: torch.Tensor, crowd: torch.Tensor) -> torch.Ten
 # -- pairwise overlaps of xyxy boxes, as torchvision.ops computes them ---------------------------------------
 # (of boxes in float32 or float64: IntersectionOverUnion.update upcasts half-precision boxes where they enter)
 
-_HALF = (torch.float16, torch.bfloat16)
-
-
-def upcast(boxes: torch.Tensor) -> torch.Tensor:
-    """Half-precision boxes (float16, bfloat16) as float32, others as they are: torchvision's ``_upcast``.
-
-    Overlaps multiply coordinates: a 300 x 300 box's area overflows float16
-    (and bfloat16 keeps 8 bits of it), while float32 holds every half value
-    exactly. float64 boxes stay float64.
-    """
-    return boxes.float() if boxes.dtype in _HALF else boxes
-
-
 def _inter_union(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
     area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])

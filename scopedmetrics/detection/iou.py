@@ -94,8 +94,8 @@ class IntersectionOverUnion(Metric):
         t = _boxes.flatten(self, "target", target, ())
         _boxes.same_images(self, p, t)
         # upcast before the format conversion: xywh -> xyxy adds coordinates, which half precision rounds
-        pb = _boxes.to_xyxy(_boxes.upcast(p.boxes), self.box_format)
-        tb = _boxes.to_xyxy(_boxes.upcast(t.boxes), self.box_format)
+        pb = _boxes.to_xyxy(_checks.widened(p.boxes), self.box_format)
+        tb = _boxes.to_xyxy(_checks.widened(t.boxes), self.box_format)
         total, count = torch.zeros((), dtype=_F64), torch.zeros((), dtype=torch.int64)
         labels, sums, counts = [p.labels, t.labels], [], []
         for i in range(p.images):

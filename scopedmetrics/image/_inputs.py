@@ -13,14 +13,13 @@ REDUCTIONS = ("elementwise_mean", "sum", "none", None)
 
 def image_pair(owner: Any, preds: Any, target: Any, ndims: tuple[int, ...] | None = None,
                shape: str = "") -> tuple[torch.Tensor, torch.Tensor]:
-    """``preds`` and ``target`` as float tensors of one shape (integers become float32), finite."""
+    """``preds`` and ``target`` as float tensors of one shape (integers and half precision become float32), finite."""
     p = _checks.tensor(owner, "preds", preds)
     t = _checks.tensor(owner, "target", target)
     _checks.same_shape(owner, "preds", p, "target", t)
     if ndims is not None:
         _checks.ndim(owner, "preds", p, ndims, shape)
-    if not p.is_floating_point():
-        p = p.float()
+    p = _checks.widened(p) if p.is_floating_point() else p.float()  # half-precision SSIM windows overflow
     t = t.to(p.dtype)  # as TorchMetrics: the target takes the predictions' dtype
     _checks.finite(owner, "preds", p)
     _checks.finite(owner, "target", t)
