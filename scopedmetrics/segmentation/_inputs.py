@@ -175,7 +175,7 @@ def _pixels(x: torch.Tensor) -> torch.Tensor:
     u = x.reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:])).view(torch.uint8)
     n, c, m = u.shape
     full = m - m % _BLOCK
-    out = u[..., :full].view(n, c, full // _BLOCK, _BLOCK).sum(-1, dtype=torch.int16).sum(-1, dtype=torch.int64)
+    out = u[..., :full].reshape(n, c, full // _BLOCK, _BLOCK).sum(-1, dtype=torch.int16).sum(-1, dtype=torch.int64)
     if full < m:
         out += u[..., full:].sum(-1, dtype=torch.int16)
     return out
@@ -200,5 +200,5 @@ def _index_counts(p: torch.Tensor, t: torch.Tensor, num_classes: int, per_sample
     key = torch.add(p, t, alpha=c)
     if per_sample:
         key.add_(torch.arange(0, bins, c * c, dtype=key.dtype, device=p.device).view(-1, *([1] * (p.ndim - 1))))
-    cm = torch.bincount(key.view(-1), minlength=bins).view(rows, c, c)
+    cm = torch.bincount(key.reshape(-1), minlength=bins).view(rows, c, c)  # key keeps strided inputs' layout
     return Counts(cm.diagonal(dim1=1, dim2=2), cm.sum(1), cm.sum(2))
