@@ -36,8 +36,9 @@ class Stateful(torch.nn.Module, Generic[M]):
     ``forward``) also returns the batch's own value, as TorchMetrics'
     ``forward`` does; ``compute`` reduces with the reducer in scope.
     ``metric`` is the immutable metric it holds now. Moves and casts of the
-    module apply to the states, floating ones cast, counts kept integers;
-    after ``to_empty`` (which leaves tensors uninitialized) call ``reset()``.
+    module apply to the states: floating ones cast, but never below float32
+    (``model.half()`` would leave sums counting in half precision), counts
+    kept integers; after ``to_empty`` (which leaves tensors uninitialized) call ``reset()``.
 
     Examples:
         >>> import scopedmetrics as sm, torch
@@ -131,10 +132,23 @@ class Stateful(torch.nn.Module, Generic[M]):
 
 
 def _kind_kept(fn: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:
-    """``fn(t)``, except that a count stays a count: integer and bool states keep their dtype."""
+    """``fn(t)``, except that a count stays a count and a float state never narrows below float32.
+
+    ``Module.type(torch.float16)`` casts every tensor it is given, so integer
+    and bool states keep their dtype. ``model.half()`` or
+    ``model.to(torch.bfloat16)`` (Lightning's ``"16-true"`` and ``"bf16-true"``)
+    would leave a float state accumulating in half precision, where sums stop
+    counting without an error (10,000 ones sum to 9,936 in float16): such a
+    state is only moved, keeping its dtype. What ``fn`` does is read from an
+    empty tensor first, so no value is ever rounded on the way.
+    """
+    if t.is_floating_point() and t.dtype.itemsize >= 4:
+        probe = fn(t.new_empty(0))
+        if probe.is_floating_point() and probe.dtype.itemsize < 4:
+            return t.to(probe.device)
     new = fn(t)
     if not (t.is_floating_point() or t.is_complex()) and new.dtype != t.dtype:
-        new = new.to(t.dtype)  # Module.type(torch.float16) casts every tensor it is given
+        new = new.to(t.dtype)
     return new
 
 

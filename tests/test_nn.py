@@ -123,6 +123,7 @@ def dtypes(model: torch.nn.Module) -> dict[str, torch.dtype]:
     ids=["to-dtype", "double", "half", "bfloat16", "type", "to-device-dtype"],
 )
 def test_floating_states_cast_and_integer_counts_stay_integers(cast: Any, floating: torch.dtype) -> None:
+    """Float states take the module's float dtype, except below float32 (half-precision sums stop counting)."""
     scores, labels, loss = data()
     model = Evaluated()
     model.fold(scores, labels, loss)
@@ -131,12 +132,28 @@ def test_floating_states_cast_and_integer_counts_stay_integers(cast: Any, floati
     assert before["metrics.val.auroc.preds"] == before["metrics.loss.weight"] == torch.float32
     assert cast(model) is model
     after = dtypes(model)
+    kept = floating if floating.itemsize >= 4 else torch.float32
     for key, old in before.items():
-        assert after[key] == (floating if old.is_floating_point else old), key
-    assert model.net.weight.dtype == floating  # the model's own parameters cast alike
+        assert after[key] == (kept if old.is_floating_point else old), key
+    assert model.net.weight.dtype == floating  # the model's own parameters cast as asked
     for s in model.metrics.values():
         s.reset()  # a reset keeps the module's floating dtype
     assert dtypes(model) == after
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_model_cast_to_half_precision_keeps_its_metrics_counting(dtype: torch.dtype) -> None:
+    # model.half() (Lightning's "16-true") cast the states too: 10,000 ones summed to 9,936 in float16
+    model = torch.nn.Linear(2, 2)
+    model.total, model.mean = sm.Stateful(sm.Sum()), sm.Stateful(sm.Mean())
+    model.to(dtype)
+    assert model.weight.dtype == dtype
+    for _ in range(100):
+        model.total.update(torch.ones(100, dtype=dtype))
+        model.mean.update(torch.arange(100, dtype=dtype))
+    with sm.use_reducer(sm.local()):
+        assert model.total.compute().item() == 10_000
+        assert model.mean.compute().item() == 49.5
 
 
 def test_states_move_to_meta_with_the_module_and_reset_there() -> None:
