@@ -7,6 +7,7 @@ then runs the subclass's own math on the reduced state.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import enum
@@ -34,6 +35,25 @@ def _is_metric(x: Any) -> bool:
 
 
 _set_grad = torch._C._set_grad_enabled
+_any_autocast: Callable[[], bool] = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)  # one C call
+_AUTOCAST_DEVICES = tuple(getattr(torch._C, "_autocast_supported_devices", lambda: ("cpu", "cuda"))())
+
+
+def _full_precision() -> contextlib.ExitStack[bool | None]:
+    """Autocast switched off on every device type where it is on (entered by ``with``).
+
+    A model evaluated under ``torch.autocast`` often updates its metrics inside
+    the same block, where autocast would run a metric's own math in lower
+    precision without an error (SSIM's Gaussian windows are convolutions: in
+    bfloat16 its value moved by 1e-4, MS-SSIM's by 5e-3). ``update`` and
+    ``compute`` run with it off; a traced ``update`` keeps it (Dynamo cannot
+    trace switching it).
+    """
+    stack = contextlib.ExitStack()
+    for device in _AUTOCAST_DEVICES:
+        if torch.is_autocast_enabled(device):
+            stack.enter_context(torch.autocast(device, enabled=False))
+    return stack
 _NESTING = threading.local()  # depth of compute calls in this thread: only the outermost warns
 _EMPTY: dict[tuple[type, str], list[torch.Tensor]] = {}  # empty leaves by (type, configuration), for _is_empty
 _CACHES = ("_cfg", "_update_plan")  # derived from the configuration on first use; never pickled
@@ -50,6 +70,9 @@ def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(compute)
     def wrapper(self: Metric, *args: Any, **kwargs: Any) -> Any:
+        if _any_autocast() and not torch.compiler.is_compiling():
+            with _full_precision():
+                return wrapper(self, *args, **kwargs)
         if not self._reduced:
             self = self.reduce()
         depth = getattr(_NESTING, "depth", 0)
@@ -101,6 +124,9 @@ def _folding(update: Callable[..., Any], own_mask: bool) -> Callable[..., Any]:
 
     @functools.wraps(update)
     def wrapper(self: Metric, *args: Any, **kwargs: Any) -> Any:
+        if _any_autocast() and not torch.compiler.is_compiling():
+            with _full_precision():
+                return wrapper(self, *args, **kwargs)
         if self._reduced:
             raise ValueError(
                 f"{type(self).__name__}.update: this metric is reduced (it holds every participant's state), "

@@ -368,30 +368,3 @@ def test_inputs_on_another_device_are_moved_or_refused_clearly(where: str) -> No
         assert_same_state(before, state_of(m))
     assert not failures, "\n".join(failures)
 
-
-def _strided(x: Any) -> Any:
-    """``x`` with the same values in a non-contiguous layout: every other element of a wider buffer, dims swapped."""
-    if not isinstance(x, torch.Tensor) or x.ndim == 0:
-        return x
-    y = torch.stack([x, torch.zeros_like(x)], dim=-1)[..., 0]
-    if x.ndim >= 2 and x.shape[0] > 1 and x.shape[1] > 1:
-        y = y.transpose(0, 1).contiguous().transpose(0, 1)
-    assert torch.equal(y, x)
-    return y
-
-
-@pytest.mark.parametrize("entry", CATALOGUE, ids=[e.id for e in CATALOGUE])
-def test_strided_inputs_give_the_state_of_contiguous_ones(entry: Entry) -> None:
-    """Views, slices and transposes reach ``update`` as they are (segmentation refused them with a view error)."""
-    arrays = data(entry.kind, 24, 3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        want = state_of(entry.make().update(*arrays))
-        strided = [_strided(a) for a in arrays]
-        got = state_of(entry.make().update(*strided))
-    assert any(isinstance(a, torch.Tensor) and not a.is_contiguous() for a in strided) or not any(
-        isinstance(a, torch.Tensor) for a in arrays)  # text kinds take lists
-    assert want.keys() == got.keys()
-    for k in want:  # float sums may add in another order: equal to rounding
-        assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape, k
-        torch.testing.assert_close(got[k], want[k], rtol=1e-6, atol=1e-6, equal_nan=True, msg=k)
