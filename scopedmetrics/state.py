@@ -211,15 +211,20 @@ def _extend(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
     k = batch.shape[0]
     if is_empty_cat(rows):
         return _grow(batch[:0], batch, batch.dtype)
-    n, base = rows.shape[0], rows._base
-    if base is not None and rows.data_ptr() == base.data_ptr() and base.device == batch.device:
+    n, base = rows.shape[0], _buffer(rows)
+    if (
+        base is not None
+        and rows.data_ptr() == base.data_ptr()
+        and base.device == batch.device
+        and (not base.is_inference() or torch.is_inference_mode_enabled())  # else it cannot be written to
+    ):
         with _CLAIM:
             mine = getattr(base, "_sm_used", -1) == n and base.shape[0] >= n + k
             if mine:
                 base._sm_used = n + k  # type: ignore[attr-defined]
         if mine:
             base[n : n + k] = batch
-            return base[: n + k]
+            return _prefix(base, n + k)
     return _grow(rows, batch, rows.dtype)
 
 
@@ -230,11 +235,25 @@ def _grow(rows: torch.Tensor, batch: torch.Tensor, dtype: torch.dtype) -> torch.
     base[:n] = rows
     base[n:total] = batch
     base._sm_used = total  # type: ignore[attr-defined]
-    return base[:total]
+    return _prefix(base, total)
+
+
+def _prefix(base: torch.Tensor, n: int) -> torch.Tensor:
+    """The first ``n`` rows of a growing buffer, as a view that can find the buffer again."""
+    view = base[:n]
+    if view._base is None:  # inference tensors (torch.inference_mode) track no views: keep the buffer ourselves
+        view._sm_buffer = base  # type: ignore[attr-defined]
+    return view
+
+
+def _buffer(rows: torch.Tensor) -> torch.Tensor | None:
+    """The growing buffer ``rows`` is a prefix view of, if it is one."""
+    base = rows._base
+    return base if base is not None else rows.__dict__.get("_sm_buffer")
 
 
 def compact(t: torch.Tensor) -> torch.Tensor:
     """``t`` alone, without the spare capacity of the buffer it may view (for saving)."""
-    if t._base is not None and t.untyped_storage().nbytes() > t.numel() * t.element_size():
+    if t.untyped_storage().nbytes() > t.numel() * t.element_size():
         return t.clone()
     return t

@@ -39,14 +39,29 @@ def test_append_never_changes_earlier_views_even_when_branching() -> None:
     assert d.tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
-def test_append_is_amortized() -> None:
+@pytest.mark.parametrize("inference", [False, True], ids=["plain", "inference_mode"])
+def test_append_is_amortized(inference: bool) -> None:
+    # inference tensors track no views (no _base): under torch.inference_mode, Lightning's default for
+    # validation and test, every append used to copy the whole state
     rows = torch.empty(0)
     buffers = set()
-    for _ in range(1000):
-        rows = append(rows, torch.ones(10))
-        buffers.add(rows.untyped_storage().data_ptr())
+    with torch.inference_mode(inference):
+        for _ in range(1000):
+            rows = append(rows, torch.ones(10))
+            buffers.add(rows.untyped_storage().data_ptr())
     assert rows.numel() == 10_000
     assert len(buffers) < 20  # grows geometrically, not a copy per append
+
+
+def test_append_across_inference_mode_keeps_branches_and_copies_what_it_cannot_write() -> None:
+    with torch.inference_mode():
+        a = append(torch.empty(0), torch.tensor([1.0, 2.0]))
+        b = append(a, torch.tensor([3.0]))
+        c = append(a, torch.tensor([9.0]))  # a branch from the same prefix must copy there too
+    d = append(b, torch.tensor([4.0]))  # outside: the inference buffer cannot be written, so d is a copy
+    assert not d.is_inference()
+    assert (a.tolist(), b.tolist(), c.tolist(), d.tolist()) == ([1.0, 2.0], [1.0, 2.0, 3.0], [1.0, 2.0, 9.0],
+                                                                   [1.0, 2.0, 3.0, 4.0])
 
 
 def test_append_from_many_threads_to_one_prefix_keeps_every_branch_intact() -> None:
