@@ -37,6 +37,9 @@ def _is_metric(x: Any) -> bool:
 _set_grad = torch._C._set_grad_enabled
 _any_autocast: Callable[[], bool] = getattr(torch._C, "_is_any_autocast_enabled", lambda: False)  # one C call
 _AUTOCAST_DEVICES = tuple(getattr(torch._C, "_autocast_supported_devices", lambda: ("cpu", "cuda"))())
+_NESTING = threading.local()  # depth of compute calls in this thread: only the outermost warns
+_EMPTY: dict[tuple[type, str], list[torch.Tensor]] = {}  # empty leaves by (type, configuration), for _is_empty
+_CACHES = ("_cfg", "_update_plan")  # derived from the configuration on first use; never pickled
 
 
 def _full_precision() -> contextlib.ExitStack[bool | None]:
@@ -54,9 +57,6 @@ def _full_precision() -> contextlib.ExitStack[bool | None]:
         if torch.is_autocast_enabled(device):
             stack.enter_context(torch.autocast(device, enabled=False))
     return stack
-_NESTING = threading.local()  # depth of compute calls in this thread: only the outermost warns
-_EMPTY: dict[tuple[type, str], list[torch.Tensor]] = {}  # empty leaves by (type, configuration), for _is_empty
-_CACHES = ("_cfg", "_update_plan")  # derived from the configuration on first use; never pickled
 
 
 def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:

@@ -38,7 +38,8 @@ class Stateful(torch.nn.Module, Generic[M]):
     ``metric`` is the immutable metric it holds now. Moves and casts of the
     module apply to the states: floating ones cast, but never below float32
     (``model.half()`` would leave sums counting in half precision), counts
-    kept integers; after ``to_empty`` (which leaves tensors uninitialized) call ``reset()``.
+    kept integers; after ``to_empty`` (which leaves tensors uninitialized)
+    call ``reset()``.
 
     Examples:
         >>> import scopedmetrics as sm, torch
