@@ -165,6 +165,30 @@ def test_binary_average_precision_exact(ignore: bool) -> None:
     )
 
 
+@pytest.mark.parametrize("kind", ["binary", "multiclass", "multilabel"])
+def test_exact_scalars_above_the_numpy_sort_threshold(kind: str) -> None:
+    """From ``order.NUMPY_MIN`` rows the CPU sorts packed int64 keys (score bits, valid, positive) by value."""
+    from scopedmetrics._kernels import order
+
+    n = 2 * order.NUMPY_MIN  # above it after the ignored rows go
+    if kind == "binary":
+        preds, target = binary_data(21, n=n, ignore=True)
+        keep = target != IGNORE
+        want = [skm.roc_auc_score(np_(target[keep]), np_(preds[keep])),
+                skm.average_precision_score(np_(target[keep]), np_(preds[keep]))]
+        made = [BinaryAUROC(ignore_index=IGNORE), BinaryAveragePrecision(ignore_index=IGNORE)]
+    else:
+        multiclass = kind == "multiclass"
+        preds, target = (multiclass_data if multiclass else multilabel_data)(22, n=n, ignore=not multiclass)
+        want = [sk_scalar(score, preds, target, "weighted", multiclass)
+                for score in (skm.roc_auc_score, skm.average_precision_score)]
+        pair = ((MulticlassAUROC, MulticlassAveragePrecision) if multiclass
+                else (MultilabelAUROC, MultilabelAveragePrecision))
+        made = [cls(C, average="weighted", ignore_index=None if multiclass else IGNORE) for cls in pair]
+    for metric, value in zip(made, want):
+        assert_close(metric.update(preds, target).compute(), torch.tensor(value, dtype=torch.float32))
+
+
 @pytest.mark.parametrize(("cls", "oracle"), [(BinaryROC, sk_roc), (BinaryPrecisionRecallCurve, sk_pr)])
 def test_binary_curves_exact(cls: type, oracle: Callable[..., Any]) -> None:
     preds, target = binary_data(3, ignore=True)

@@ -188,8 +188,36 @@ def test_the_descending_order_matches_its_twin_up_to_ties(n: int, cols: int, lev
     twin = reference.descending(scores)
     assert torch.equal(fast.sort(dim=0).values, torch.arange(n).reshape(-1, *([1] * (scores.ndim - 1))).expand(shape))
     assert torch.equal(scores.gather(0, fast), scores.gather(0, twin))  # the same values in the same order
-    with mock.patch.object(curves, "descending", reference.descending):
+    with mock.patch.object(curves, "ranked", reference.ranked):
         assert all(torch.equal(a, b) for a, b in zip(ranked, curves._ranked(table, hits, None)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 70), cols=st.sampled_from([1, 3]), levels=st.integers(1, 8), seed=st.integers(0, 2**16),
+       masked=st.booleans(), packed=st.booleans())
+def test_the_ranked_rows_give_the_counts_of_their_twin(n: int, cols: int, levels: int, seed: int, masked: bool,
+                                                       packed: bool) -> None:
+    """Packed int64 keys (score bits, valid, positive) sorted by value against Python's sort of the scores."""
+    from unittest import mock
+
+    from scopedmetrics._kernels import order
+    from scopedmetrics.classification import curves
+
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randint(0, levels, (n, cols), generator=g) / levels - 0.5  # many ties, signed zeros
+    scores[torch.rand(n, cols, generator=g) < 0.1] = -0.0
+    scores[torch.rand(n, cols, generator=g) < 0.05] = float("-inf")
+    scores[torch.rand(n, cols, generator=g) < 0.05] = float("inf")
+    positive = torch.rand(n, cols, generator=g) < 0.4
+    valid = torch.rand(n, cols, generator=g) < 0.8 if masked else None
+    with mock.patch.object(order, "NUMPY_MIN", 0 if packed else 10**9):
+        ties, hit, kept = order.ranked(scores, positive, valid)
+        fast = curves._ranked(scores, positive, valid)
+    want_ties, want_hit, want_kept = reference.ranked(scores, positive, valid)
+    assert torch.equal(ties[1:] == ties[:-1], want_ties[1:] == want_ties[:-1])  # ties exactly where scores tie
+    assert torch.equal(hit.sum(0), want_hit.sum(0)) and (kept is None) == (want_kept is None)
+    with mock.patch.object(curves, "ranked", reference.ranked):
+        assert all(torch.equal(a, b) for a, b in zip(fast, curves._ranked(scores, positive, valid)))
 
 
 def test_the_descending_order_leaves_nan_to_torch() -> None:

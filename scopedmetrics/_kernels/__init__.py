@@ -8,6 +8,6 @@ for why each trick is here and what it buys.
 """
 
 from scopedmetrics._kernels.counts import bincount, class_counts, full, tally
-from scopedmetrics._kernels.order import descending
+from scopedmetrics._kernels.order import descending, ranked, take
 
-__all__ = ["bincount", "class_counts", "descending", "full", "tally"]
+__all__ = ["bincount", "class_counts", "descending", "full", "ranked", "take", "tally"]

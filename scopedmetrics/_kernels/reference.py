@@ -58,3 +58,12 @@ def descending(scores: torch.Tensor) -> torch.Tensor:
     cols = scores.reshape(n, width).T.tolist()
     order = [sorted(range(n), key=column.__getitem__, reverse=True) for column in cols]
     return torch.tensor(order, dtype=torch.int64).reshape(width, n).T.reshape(scores.shape)
+
+
+def ranked(
+    scores: torch.Tensor, positive: torch.Tensor, valid: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Each column of ``scores`` (N, C) sorted high to low by Python's sort: scores, ``positive``, ``valid``."""
+    order = descending(scores)
+    kept = None if valid is None else valid.gather(0, order).to(torch.int64)
+    return scores.gather(0, order), positive.gather(0, order).to(torch.int64), kept

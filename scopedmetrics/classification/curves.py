@@ -49,7 +49,7 @@ from typing import Any, TypeVar, Union
 import torch
 from torch import Tensor
 
-from scopedmetrics._kernels import descending, tally
+from scopedmetrics._kernels import descending, ranked, take, tally
 from scopedmetrics.classification.inputs import (
     _binary_checks,
     _multiclass_checks,
@@ -257,26 +257,16 @@ def _ranked(scores: Tensor, positive: Tensor, valid: Tensor | None) -> tuple[Ten
     repeated points that add no area. The last row holds each column's totals.
     """
     n = scores.shape[0]
-    order = descending(scores)
-    s = _take(scores, order)
-    hit = _take(positive, order).long()
-    if valid is not None:
-        v = _take(valid, order).long()
+    s, hit, v = ranked(scores, positive, valid)
+    if v is not None:
         hit = hit * v
     last = torch.ones_like(s, dtype=torch.bool)
     last[:-1] = s[1:] != s[:-1]
     rows = torch.arange(n, device=s.device).unsqueeze(1).expand_as(s)
     end = torch.where(last, rows, n).flip(0).cummin(0).values.flip(0)
-    tps = _take(hit.cumsum(0), end)
-    seen = end + 1 if valid is None else _take(v.cumsum(0), end)  # rows counted down to each group's end
+    tps = take(hit.cumsum(0), end)
+    seen = end + 1 if v is None else take(v.cumsum(0), end)  # rows counted down to each group's end
     return tps, seen - tps
-
-
-def _take(x: Tensor, index: Tensor) -> Tensor:
-    """``x.gather(0, index)``; one column by ``index_select`` of the flat column (2-4x faster on the CPU)."""
-    if x.shape[1] == 1:
-        return x.view(-1).index_select(0, index.view(-1)).view(-1, 1)
-    return x.gather(0, index)
 
 
 def _by_columns(fn: ColumnFn) -> ColumnFn:
