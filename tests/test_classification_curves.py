@@ -187,6 +187,11 @@ def test_exact_scalars_above_the_numpy_sort_threshold(kind: str) -> None:
         made = [cls(C, average="weighted", ignore_index=None if multiclass else IGNORE) for cls in pair]
     for metric, value in zip(made, want):
         assert_close(metric.update(preds, target).compute(), torch.tensor(value, dtype=torch.float32))
+    if kind == "binary":  # the curves read the sorted scores back from the keys: their thresholds
+        for cls, oracle in ((BinaryROC, sk_roc), (BinaryPrecisionRecallCurve, sk_pr)):
+            got = cls(ignore_index=IGNORE).update(preds, target).compute()
+            for a, b in zip(got, oracle(np_(target[keep]), np_(preds[keep]))):
+                assert_close(a, torch.as_tensor(b, dtype=a.dtype))
 
 
 @pytest.mark.parametrize(("cls", "oracle"), [(BinaryROC, sk_roc), (BinaryPrecisionRecallCurve, sk_pr)])

@@ -213,8 +213,10 @@ def test_the_ranked_rows_give_the_counts_of_their_twin(n: int, cols: int, levels
     with mock.patch.object(order, "NUMPY_MIN", 0 if packed else 10**9):
         ties, hit, kept = order.ranked(scores, positive, valid)
         fast = curves._ranked(scores, positive, valid)
+        values, _, _ = order.ranked(scores, positive, valid, values=True)
     want_ties, want_hit, want_kept = reference.ranked(scores, positive, valid)
     assert torch.equal(ties[1:] == ties[:-1], want_ties[1:] == want_ties[:-1])  # ties exactly where scores tie
+    assert torch.equal(values, want_ties)  # the sorted scores themselves (-0.0 equals 0.0)
     assert torch.equal(hit.sum(0), want_hit.sum(0)) and (kept is None) == (want_kept is None)
     with mock.patch.object(curves, "ranked", reference.ranked):
         assert all(torch.equal(a, b) for a, b in zip(fast, curves._ranked(scores, positive, valid)))

@@ -40,13 +40,13 @@ def descending(scores: torch.Tensor) -> torch.Tensor:
     return scores.argsort(dim=0, descending=True)
 
 
-def ranked(scores: torch.Tensor, positive: torch.Tensor, valid: torch.Tensor | None
+def ranked(scores: torch.Tensor, positive: torch.Tensor, valid: torch.Tensor | None, values: bool = False
            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Each column of ``scores`` (N, C) sorted high to low: ``(ties, positive, valid)`` in that order.
 
     ``ties`` is equal between neighbours exactly where their scores are equal
-    (it is not the scores themselves); ``positive`` and ``valid`` come as int64.
-    Ties come in no particular order. On the CPU, float32 scores (the exact
+    (the sorted scores themselves with ``values``, -0.0 then read as 0.0);
+    ``positive`` and ``valid`` come as int64. Ties come in no particular order. On the CPU, float32 scores (the exact
     curves' state) of at least ``NUMPY_MIN`` rows without NaN sort as one int64
     key per row, the score's order-preserving bits with ``valid`` and
     ``positive`` as its two low bits, by numpy's sort of values: no argsort
@@ -70,10 +70,17 @@ def ranked(scores: torch.Tensor, positive: torch.Tensor, valid: torch.Tensor | N
             np.negative(key, out=key)  # one values-only sort, ascending, of the negated keys: descending
             key.sort(axis=0)
             down = torch.from_numpy(np.negative(key, out=key))
-            return down >> 2, down & 1, None if valid is None else (down >> 1) & 1
+            ties = _floats(down >> 2) if values else down >> 2
+            return ties, down & 1, None if valid is None else (down >> 1) & 1
     order = descending(scores)
     return (take(scores, order), take(positive, order).to(torch.int64),
             None if valid is None else take(valid, order).to(torch.int64))
+
+
+def _floats(keys: torch.Tensor) -> torch.Tensor:
+    """The float32 values of the order-preserving keys ``ranked`` sorted (the sign flip is its own inverse)."""
+    bits = keys.to(torch.int32)
+    return (bits ^ ((bits >> 31) & 0x7FFFFFFF)).view(torch.float32)
 
 
 def _packs(scores: torch.Tensor) -> bool:

@@ -49,7 +49,7 @@ from typing import Any, TypeVar, Union
 import torch
 from torch import Tensor
 
-from scopedmetrics._kernels import descending, ranked, take, tally
+from scopedmetrics._kernels import ranked, take, tally
 from scopedmetrics.classification.inputs import (
     _binary_checks,
     _multiclass_checks,
@@ -218,8 +218,7 @@ def _wide(x: Tensor) -> Tensor:
 
 def _distinct(scores: Tensor, positive: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """Count false and true positives at each distinct score, highest first: a tie group is one step."""
-    order = descending(scores)
-    s, y = scores[order], positive[order].long()
+    s, y, _ = ranked(scores, positive, None, values=True)
     ends = torch.nonzero(s[1:] != s[:-1]).reshape(-1)  # last row of each tie group but the final one
     if len(s):
         ends = torch.cat([ends, ends.new_tensor([len(s) - 1])])
