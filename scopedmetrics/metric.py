@@ -575,7 +575,8 @@ class Metric:
             if self._rows_of_any_kind and shape_free and old.shape == (0,) and t.ndim >= 1:
                 new.append(t.to(old.device))  # an empty leaf of a generic container joins any rows
                 continue
-            if t.dtype != old.dtype:
+            rows_of_floats = shape_free and t.is_floating_point() and old.is_floating_point()
+            if t.dtype != old.dtype and not rows_of_floats:  # float rows keep their batches' dtype (append widens)
                 raise ValueError(f"{name}.load_state_dict: {key!r} has dtype {t.dtype}, expected {old.dtype}")
             same = t.shape[1:] == old.shape[1:] if shape_free else t.shape == old.shape
             if t.ndim != old.ndim or not same:

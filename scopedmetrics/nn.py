@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 import torch
 
 from scopedmetrics import tree
-from scopedmetrics.metric import Metric
+from scopedmetrics.metric import Metric, _free_shape_leaves
 
 M = TypeVar("M", bound=Metric)
 
@@ -173,7 +173,9 @@ def _loaded(current: M, state: dict[str, torch.Tensor], assign: bool) -> M:
 
     Torch copies a checkpoint's tensor into the parameter's dtype and device;
     ``assign=True`` (meta-device initialization) takes the checkpoint's tensors
-    as they are. Integer and bool states are left to ``Metric.load_state_dict``,
+    as they are. Rows of ``cat`` states are never narrowed: float64 scores
+    saved from an exact curve stay float64 in a float32 module (rounded, they
+    would tie). Integer and bool states are left to ``Metric.load_state_dict``,
     which refuses a wrong dtype.
     """
     paths, leaves, spec = tree.flatten_with_path(current)
@@ -185,10 +187,10 @@ def _loaded(current: M, state: dict[str, torch.Tensor], assign: bool) -> M:
         current = tree.unflatten(spec, leaves)
     else:
         state = dict(state)
-        for p, old in zip(paths, leaves):
+        for p, old, rows in zip(paths, leaves, _free_shape_leaves(current)):
             t = state[p]
             if isinstance(t, torch.Tensor) and t.is_floating_point() and old.is_floating_point():
-                state[p] = t.to(old.dtype)
+                state[p] = t.to(torch.promote_types(t.dtype, old.dtype) if rows else old.dtype)
     return current.load_state_dict(state)
 
 

@@ -174,7 +174,9 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
     Amortized: ``rows`` is a prefix view of a buffer with spare capacity, and
     the first append to a given prefix writes into that capacity in place. No
     existing view can see those rows, so every metric stays immutable; a second
-    append to the same prefix (a branch) copies. Capacity grows by 1.5x.
+    append to the same prefix (a branch) copies. Capacity grows by 1.5x. A
+    batch of a wider dtype (float64 after float32, floats after integers)
+    widens the rows, as ``torch.cat`` promotes; a narrower one is cast up.
 
     Examples:
         >>> from scopedmetrics.state import append
@@ -182,6 +184,8 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
         >>> b = append(a, torch.tensor([3.0]))
         >>> a.tolist(), b.tolist()
         ([1.0, 2.0], [1.0, 2.0, 3.0])
+        >>> append(torch.tensor([1, 2]), torch.tensor([0.5])).tolist()
+        [1.0, 2.0, 0.5]
     """
     batch = _rows_of(rows, batch)
     return rows if batch.shape[0] == 0 else _extend(rows, batch)
@@ -211,6 +215,9 @@ def _extend(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
     k = batch.shape[0]
     if is_empty_cat(rows):
         return _grow(batch[:0], batch, batch.dtype)
+    wider = torch.promote_types(rows.dtype, batch.dtype)
+    if wider != rows.dtype:  # a wider batch widens the rows, as torch.cat would: nothing is rounded on the way in
+        return _grow(rows, batch, wider)
     n, base = rows.shape[0], _buffer(rows)
     if (
         base is not None

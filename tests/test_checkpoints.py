@@ -251,7 +251,9 @@ def _wrong_rows(m: sm.Metric, sd: dict[str, torch.Tensor]) -> tuple[Any, str] | 
 
 
 def _other_dtype(t: torch.Tensor) -> torch.Tensor:
-    return t.double() if t.dtype != torch.float64 else t.float()
+    """Another kind of number: floats for integer leaves, integers for float ones (float rows of a ``cat`` state
+    may come in any float dtype, as ``append`` widens them)."""
+    return t.long() if t.is_floating_point() else t.double()
 
 
 CORRUPTIONS: dict[str, Callable[[sm.Metric, dict[str, torch.Tensor]], tuple[Any, str]]] = {
@@ -264,6 +266,19 @@ CORRUPTIONS: dict[str, Callable[[sm.Metric, dict[str, torch.Tensor]], tuple[Any,
     "numpy_array": lambda m, sd: ({**sd, (k := list(sd)[0]): sd[k].numpy()}, f"{k!r} is ndarray, not a tensor"),
     "python_number": lambda m, sd: ({**sd, (k := list(sd)[0]): 1.0}, f"{k!r} is float, not a tensor"),
 }
+
+
+def test_float_rows_load_in_the_float_dtype_they_were_saved_in() -> None:
+    g = torch.Generator().manual_seed(3)
+    scores = torch.sigmoid(torch.randn(300, dtype=torch.float64, generator=g) * 15)
+    target = torch.randint(0, 2, (300,), generator=g)
+    saved = smc.BinaryAUROC().update(scores, target)
+    loaded = smc.BinaryAUROC().load_state_dict(load(save(saved)))
+    assert loaded.preds.dtype == torch.float64
+    assert torch.equal(loaded.compute(), saved.compute())
+    with pytest.raises(ValueError, match="'total' has dtype torch.float64"):  # a sum keeps its dtype
+        smr.MeanSquaredError().load_state_dict({**smr.MeanSquaredError().state_dict(), "total": torch.tensor(0.0,
+                                                dtype=torch.float64)})
 
 
 @pytest.mark.parametrize("corruption", list(CORRUPTIONS))

@@ -156,6 +156,20 @@ def test_a_model_cast_to_half_precision_keeps_its_metrics_counting(dtype: torch.
         assert model.mean.compute().item() == 49.5
 
 
+def test_float64_rows_stay_float64_through_a_module_checkpoint() -> None:
+    # the load cast the rows to the fresh module's float32: float64 scores that float32 merges then tied
+    g = torch.Generator().manual_seed(2)
+    scores = torch.sigmoid(torch.randn(400, dtype=torch.float64, generator=g) * 15)
+    target = torch.randint(0, 2, (400,), generator=g)
+    trained = sm.Stateful(sm.classification.BinaryAUROC())
+    trained.update(scores, target)
+    resumed = sm.Stateful(sm.classification.BinaryAUROC())
+    resumed.load_state_dict(trained.state_dict())
+    assert resumed.metric.preds.dtype == torch.float64
+    with sm.use_reducer(sm.local()):
+        assert torch.equal(resumed.compute(), trained.compute())
+
+
 def test_states_move_to_meta_with_the_module_and_reset_there() -> None:
     scores, labels, loss = data()
     model = Evaluated()

@@ -64,6 +64,19 @@ def test_append_across_inference_mode_keeps_branches_and_copies_what_it_cannot_w
                                                                    [1.0, 2.0, 3.0, 4.0])
 
 
+def test_a_wider_batch_widens_the_rows_as_torch_cat_promotes() -> None:
+    # rows kept their first batch's dtype: 0.5 after integer rows was written as 0, float64 after float32 rounded
+    ints = append(torch.empty(0, dtype=torch.int64), torch.tensor([1, 2]))
+    widened = append(ints, torch.tensor([0.5]))
+    assert widened.dtype == torch.float32 and widened.tolist() == [1.0, 2.0, 0.5]
+    close = torch.tensor([0.3, 0.30000001], dtype=torch.float64)
+    rows = append(append(torch.empty(0), torch.tensor([0.25])), close)
+    assert rows.dtype == torch.float64 and torch.equal(rows[1:], close)
+    narrow = append(rows, torch.tensor([1.5], dtype=torch.float16))  # a narrower batch is cast up
+    assert narrow.dtype == torch.float64 and narrow.tolist()[-1] == 1.5
+    assert ints.tolist() == [1, 2] and ints.dtype == torch.int64  # and what was there is left as it was
+
+
 def test_append_from_many_threads_to_one_prefix_keeps_every_branch_intact() -> None:
     base = append(torch.empty(0), torch.zeros(4))
     out: dict[int, torch.Tensor] = {}

@@ -179,17 +179,17 @@ def _thr(m: Any) -> Tensor:
 
 def _scores(preds: Tensor, normalize: str | None, extremes: tuple[float, float] | None = None,
             keep: Tensor | None = None) -> Tensor:
-    """Probabilities as float32 (logits go through sigmoid/softmax first, in at least float32).
+    """Probabilities in at least float32 (logits go through sigmoid/softmax first), float64 kept.
 
-    ``normalize=None`` keeps the scores as they are (TorchMetrics' ``normalization=None``).
-    ``extremes`` are ``preds``' minimum and maximum when the caller has them already;
-    ``keep`` limits the choice between probabilities and logits to the kept entries.
+    float64 stays float64: saturated probabilities (a sigmoid of logits beyond
+    about 17) that float64 tells apart are one value in float32, and the exact
+    curves would read them as ties. ``normalize=None`` keeps the scores as
+    they are (TorchMetrics' ``normalization=None``). ``extremes`` are
+    ``preds``' minimum and maximum when the caller has them already; ``keep``
+    limits the choice between probabilities and logits to the kept entries.
     """
-    if normalize is None:
-        return preds.to(torch.float32)
-    if preds.dtype == torch.float32:
-        return _probabilities(preds, normalize, extremes, keep)
-    return _probabilities(widened(preds), normalize, extremes, keep).to(torch.float32)
+    p = widened(preds) if preds.is_floating_point() else preds.float()
+    return p if normalize is None else _probabilities(p, normalize, extremes, keep)
 
 
 @functools.lru_cache(maxsize=64)
@@ -202,7 +202,7 @@ def _binned(counts: Tensor, scores: Tensor, positive: Tensor, thresholds: Any, k
     """``counts`` plus the batch counted by (column, number of thresholds reached, label): one ``tally``."""
     compiling = torch.compiler.is_compiling()  # a traced function makes them itself: Dynamo skips lru_cache
     thr = _threshold_values(thresholds, scores.device) if compiling else _bin_edges(thresholds, scores.device)
-    index = torch.add(positive, torch.bucketize(scores.contiguous(), thr, right=True), alpha=2)
+    index = torch.add(positive, torch.bucketize(scores.to(thr.dtype).contiguous(), thr, right=True), alpha=2)
     if scores.ndim == 2:
         index = index + torch.arange(scores.shape[1], device=scores.device) * (2 * (len(thr) + 1))
     return tally(counts, index, keep)
