@@ -646,3 +646,46 @@ def test_adjusted_r2_falls_back_with_a_warning() -> None:
     with pytest.warns(UserWarning, match="adjusted"):
         value = m.compute()
     assert_close(value, skm.r2_score(*np64(t, p)))
+
+
+# -- inputs more precise than the state -----------------------------------------------
+
+
+_OFFSET_CASES = {
+    "MeanSquaredError": (MeanSquaredError, lambda p, t: ((p - t) ** 2).mean()),
+    "MeanAbsoluteError": (MeanAbsoluteError, lambda p, t: (p - t).abs().mean()),
+    "MeanAbsolutePercentageError": (MeanAbsolutePercentageError, lambda p, t: ((p - t).abs() / t.abs()).mean()),
+    "LogCoshError": (sm.regression.LogCoshError,  # log cosh x = |x| + log1p(exp(-2|x|)) - log 2, without overflow
+                     lambda p, t: ((p - t).abs() + torch.log1p(torch.exp(-2 * (p - t).abs())) - math.log(2)).mean()),
+    "MinkowskiDistance": (lambda: sm.regression.MinkowskiDistance(p=3.0),
+                          lambda p, t: ((p - t).abs() ** 3).sum() ** (1 / 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(_OFFSET_CASES))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64])
+def test_inputs_the_state_dtype_cannot_hold_are_not_rounded_before_the_error(name: str, dtype: torch.dtype) -> None:
+    # float64 and int64 inputs were cast to the float32 state first: 1e6 + 0.01 and 1e6 became one value, MSE 0
+    make, truth = _OFFSET_CASES[name]
+    g = torch.Generator().manual_seed(7)
+    if dtype.is_floating_point:  # errors of 0.05 at 1e6-2e6, where float32's spacing is 0.06-0.12
+        target = 1e6 + torch.randint(0, 10**6, (40,), generator=g).double()
+        preds = target + torch.randn(40, generator=g, dtype=torch.float64) * 0.05
+    else:  # errors of up to 3 at 2**25, where float32's spacing is 4
+        target = 2.0**25 + torch.randint(0, 1000, (40,), generator=g).double()
+        preds = target + torch.randint(-3, 4, (40,), generator=g).double()
+    p, t = preds.to(dtype), target.to(dtype)
+    want = truth(p.double(), t.double())
+    got = make().update(p[:25], t[:25]).update(p[25:], t[25:])
+    assert got.compute().dtype == torch.float32  # the state, and the value, stay float32
+    assert_close(got.compute().double(), want, rtol=1e-6, atol=0)
+
+
+def test_spearman_ranks_float64_inputs_that_float32_would_tie() -> None:
+    g = torch.Generator().manual_seed(8)
+    target = torch.randn(60, generator=g, dtype=torch.float64)
+    preds = 1.0 + target * 1e-9  # distinct in float64, one value in float32
+    assert preds.float().unique().numel() < 10
+    got = SpearmanCorrCoef().update(preds, target).compute()
+    assert_close(got.double(), torch.tensor(scipy.stats.spearmanr(preds.numpy(), target.numpy())[0],
+                                            dtype=torch.float64), rtol=1e-6, atol=0)

@@ -117,8 +117,17 @@ def pair(
     layout: Layout,
     names: tuple[str, str] = ("preds", "target"),
     finite: bool = True,
+    exact: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Two equally shaped inputs, checked and cast to ``like``'s dtype and device.
+    """Two equally shaped inputs, checked, on ``like``'s device and in the dtype the batch is computed in.
+
+    That dtype is ``like``'s, widened (``exact``) so that no input is rounded
+    on the way in: float64 inputs stay float64 against a float32 state, and
+    32- and 64-bit integers become float64. A float32 cast first would make
+    ``1e6 + 0.01`` and ``1e6`` one value, and the error between them 0. The
+    caller folds what the batch adds into its state's own dtype (``folded``).
+    ``exact=False`` casts to ``like``'s dtype, for states that take the batch
+    as it is (the moments, which merge the batch's own).
 
     ``layout`` says what shape ``update`` works on: ``"flat"`` flattens any
     shape to ``(N,)``; ``"outputs"`` gives ``(N, num_outputs)`` from ``(N,)``
@@ -146,11 +155,28 @@ def pair(
         a, b = a.reshape(-1, d), b.reshape(-1, d)
     elif a.ndim != 2:
         raise ValueError(f"{where(owner)}: argument `{names[0]}` has shape {tuple(a.shape)}; expected (N, D)")
-    if a.dtype != like.dtype or a.device != like.device:
-        a = a.to(device=like.device, dtype=like.dtype)
-    if b.dtype != like.dtype or b.device != like.device:
-        b = b.to(device=like.device, dtype=like.dtype)
+    dtype = batch_dtype(like, a, b) if exact else like.dtype
+    if a.dtype != dtype or a.device != like.device:
+        a = a.to(device=like.device, dtype=dtype)
+    if b.dtype != dtype or b.device != like.device:
+        b = b.to(device=like.device, dtype=dtype)
     if finite and owner.validate_args:  # type: ignore[attr-defined]
         check_finite(owner, names[0], a)
         check_finite(owner, names[1], b)
     return a, b
+
+
+def batch_dtype(like: torch.Tensor, *xs: torch.Tensor) -> torch.dtype:
+    """``like``'s dtype, widened to hold every value of ``xs`` exactly (float64 where the device has it)."""
+    dtype = like.dtype
+    for x in xs:
+        if x.is_floating_point():
+            dtype = torch.promote_types(dtype, x.dtype)
+        elif x.dtype.itemsize >= 4 and x.dtype != torch.bool:  # a 32- or 64-bit integer: float32 would round it
+            dtype = torch.promote_types(dtype, torch.float64)
+    return like.dtype if dtype == torch.float64 and like.device.type == "mps" else dtype
+
+
+def folded(state: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """``state + value`` in the state's own dtype: a batch computed wider (``pair``) is rounded once, here."""
+    return state + (value if value.dtype == state.dtype else value.to(state.dtype))

@@ -46,7 +46,7 @@ class _CoMoments(Metric):
 
     def update(self: C, preds: Any, target: Any) -> C:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.mean, "outputs")
+        p, t = pair(self, preds, target, self.mean, "outputs", exact=False)
         if p.shape[0] == 0:
             return self.replace()
         fields, centred = _moments.of_batch(self, torch.stack([p, t], dim=1))

@@ -13,7 +13,7 @@ import torch
 
 from scopedmetrics import _checks
 from scopedmetrics.metric import Metric
-from scopedmetrics.regression._inputs import check_bool, check_result, pair
+from scopedmetrics.regression._inputs import check_bool, check_result, folded, pair
 from scopedmetrics.state import state, static
 
 
@@ -48,7 +48,7 @@ class MinkowskiDistance(Metric):
         a, b = pair(self, preds, targets, self.minkowski_dist_sum, "flat", names=("preds", "targets"), finite=False)
         total = ((a - b).abs() ** self.p).sum()
         check_result(self, total, (("preds", a), ("targets", b)))
-        return self.replace(minkowski_dist_sum=self.minkowski_dist_sum + total, total=self.total + a.numel())
+        return self.replace(minkowski_dist_sum=folded(self.minkowski_dist_sum, total), total=self.total + a.numel())
 
     def compute(self) -> torch.Tensor:
         """The ``p``-th root of the total."""

@@ -14,7 +14,7 @@ import torch
 
 from scopedmetrics._checks import require
 from scopedmetrics.metric import Metric
-from scopedmetrics.regression._inputs import check_bool, check_choice, pair, where
+from scopedmetrics.regression._inputs import check_bool, check_choice, folded, pair, where
 from scopedmetrics.regression.similarity import REDUCTIONS, reduce_rows
 from scopedmetrics.state import append, state, static
 
@@ -71,7 +71,7 @@ class _Divergence(Metric):
         rows = self._rows(p, q)
         if self.reduction in ("none", None):
             return self.replace(divergence=append(self.divergence, rows), total=self.total + rows.shape[0])
-        return self.replace(sum_divergence=self.sum_divergence + rows.sum(), total=self.total + rows.shape[0])
+        return self.replace(sum_divergence=folded(self.sum_divergence, rows.sum()), total=self.total + rows.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Reduce the per-row divergences as ``reduction`` says."""

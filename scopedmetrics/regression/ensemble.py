@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from scopedmetrics.metric import Metric
-from scopedmetrics.regression._inputs import check_bool, check_result, tensor_arg, where
+from scopedmetrics.regression._inputs import batch_dtype, check_bool, check_result, folded, tensor_arg, where
 from scopedmetrics.state import state, static
 
 
@@ -72,11 +72,12 @@ class ContinuousRankedProbabilityScore(Metric):
                 f"{where(self)}: argument `preds` has shape {tuple(x.shape)} but `target` has shape "
                 f"{tuple(y.shape)}; expected target of shape ({x.shape[0]},)"
             )
-        x = x.to(device=self.score.device, dtype=self.score.dtype)
-        y = y.to(device=self.score.device, dtype=self.score.dtype)
+        dtype = batch_dtype(self.score, x, y)  # float64 inputs are not rounded to the state's float32
+        x = x.to(device=self.score.device, dtype=dtype)
+        y = y.to(device=self.score.device, dtype=dtype)
         total = crps(x, y).sum()
         check_result(self, total, (("preds", x), ("target", y)))
-        return self.replace(score=self.score + total, total=self.total + x.shape[0])
+        return self.replace(score=folded(self.score, total), total=self.total + x.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Total CRPS over the number of rows; NaN with no rows."""

@@ -18,6 +18,7 @@ from scopedmetrics.regression._inputs import (
     check_bool,
     check_positive_int,
     check_result,
+    folded,
     outputs_layout,
     pair,
     per_output,
@@ -62,7 +63,7 @@ class MeanSquaredError(Metric):
         # and sums in the same order as (diff * diff).sum(0), bit for bit
         sse = _SQUARED_ERROR(p, t, 2) if p.ndim == 1 else _SQUARED_ERROR(p, t, 0).sum(0)
         check_result(self, sse, (("preds", p), ("target", t)))
-        return self.replace(sum_squared_error=self.sum_squared_error + sse, total=self.total + p.shape[0])
+        return self.replace(sum_squared_error=folded(self.sum_squared_error, sse), total=self.total + p.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Total squared error over total count, or its square root; NaN with no samples."""
@@ -98,7 +99,7 @@ class MeanAbsoluteError(Metric):
         p, t = pair(self, preds, target, self.sum_abs_error, outputs_layout(self), finite=False)
         sae = (p - t).abs().sum(0)  # flat (N,) for one output, else (N, num_outputs)
         check_result(self, sae, (("preds", p), ("target", t)))
-        return self.replace(sum_abs_error=self.sum_abs_error + sae, total=self.total + p.shape[0])
+        return self.replace(sum_abs_error=folded(self.sum_abs_error, sae), total=self.total + p.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Total absolute error over total count; NaN with no samples."""
@@ -126,7 +127,7 @@ class _PercentageError(Metric):
         p, t = pair(self, preds, target, self.sum_abs_per_error, "flat", finite=False)
         err = self._errors(p, t).sum()
         check_result(self, err, (("preds", p), ("target", t)))
-        return self.replace(sum_abs_per_error=self.sum_abs_per_error + err, total=self.total + p.numel())
+        return self.replace(sum_abs_per_error=folded(self.sum_abs_per_error, err), total=self.total + p.numel())
 
     def compute(self) -> torch.Tensor:
         """Total relative error over total count; NaN with no samples."""
@@ -203,8 +204,8 @@ class WeightedMeanAbsolutePercentageError(Metric):
         err = (p - t).abs().sum()
         check_result(self, err, (("preds", p), ("target", t)))
         return self.replace(
-            sum_abs_error=self.sum_abs_error + err,
-            sum_scale=self.sum_scale + t.abs().sum(),
+            sum_abs_error=folded(self.sum_abs_error, err),
+            sum_scale=folded(self.sum_scale, t.abs().sum()),
             total=self.total + t.numel(),
         )
 

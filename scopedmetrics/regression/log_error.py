@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from scopedmetrics.metric import Metric
-from scopedmetrics.regression._inputs import check_bool, check_positive_int, check_result, pair, per_output
+from scopedmetrics.regression._inputs import check_bool, check_positive_int, check_result, folded, pair, per_output
 from scopedmetrics.state import state, static
 
 
@@ -46,7 +46,7 @@ class MeanSquaredLogError(Metric):
         sse = (diff * diff).sum()
         # any value <= -1 makes the sum -inf, inf or NaN: a finite sum clears every input without reading it
         check_result(self, sse, (("preds", p), ("target", t)), (lambda x: x > -1, "greater than -1"))
-        return self.replace(sum_squared_log_error=self.sum_squared_log_error + sse, total=self.total + p.numel())
+        return self.replace(sum_squared_log_error=folded(self.sum_squared_log_error, sse), total=self.total + p.numel())
 
     def compute(self) -> torch.Tensor:
         """Total squared log error over total count; NaN with no samples."""
@@ -95,7 +95,7 @@ class LogCoshError(Metric):
         p, t = pair(self, preds, target, self.sum_log_cosh_error, "outputs", finite=False)
         err = log_cosh(p - t).sum(0)
         check_result(self, err, (("preds", p), ("target", t)))
-        return self.replace(sum_log_cosh_error=self.sum_log_cosh_error + err, total=self.total + p.shape[0])
+        return self.replace(sum_log_cosh_error=folded(self.sum_log_cosh_error, err), total=self.total + p.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Total log-cosh error over total count, per output; NaN with no samples."""

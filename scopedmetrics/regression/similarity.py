@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from scopedmetrics.metric import Metric
-from scopedmetrics.regression._inputs import check_bool, check_choice, pair
+from scopedmetrics.regression._inputs import check_bool, check_choice, folded, pair
 from scopedmetrics.state import append, state, static
 
 REDUCTIONS = ("sum", "mean", "none", None)
@@ -65,7 +65,7 @@ class CosineSimilarity(Metric):
         sim = (p * t).sum(1) / (p.norm(dim=1) * t.norm(dim=1))
         if self.reduction in ("none", None):
             return self.replace(similarity=append(self.similarity, sim), total=self.total + sim.shape[0])
-        return self.replace(sum_similarity=self.sum_similarity + sim.sum(), total=self.total + sim.shape[0])
+        return self.replace(sum_similarity=folded(self.sum_similarity, sim.sum()), total=self.total + sim.shape[0])
 
     def compute(self) -> torch.Tensor:
         """Reduce the per-row similarities as ``reduction`` says."""

@@ -14,7 +14,7 @@ import torch
 
 from scopedmetrics import _checks
 from scopedmetrics.metric import Metric
-from scopedmetrics.regression._inputs import check_bool, check_finite, check_values, pair
+from scopedmetrics.regression._inputs import check_bool, check_finite, check_values, folded, pair
 from scopedmetrics.state import state, static
 
 
@@ -83,9 +83,8 @@ class TweedieDevianceScore(Metric):
         if self.validate_args:
             self._check_domain(p, t)
         total = deviance(p, t, self.power).sum()
-        return self.replace(
-            sum_deviance_score=self.sum_deviance_score + total, num_observations=self.num_observations + p.numel()
-        )
+        return self.replace(sum_deviance_score=folded(self.sum_deviance_score, total),
+                            num_observations=self.num_observations + p.numel())
 
     def compute(self) -> torch.Tensor:
         """Total deviance over the number of elements (float32); NaN with no samples."""

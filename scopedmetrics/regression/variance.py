@@ -87,7 +87,7 @@ class R2Score(Metric):
 
     def update(self, preds: Any, target: Any) -> R2Score:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.mean, "outputs")
+        p, t = pair(self, preds, target, self.mean, "outputs", exact=False)
         if t.shape[0] == 0:
             return self.replace()
         fields, _ = _moments.of_batch(self, t)
@@ -156,7 +156,7 @@ class ExplainedVariance(Metric):
 
     def update(self, preds: Any, target: Any) -> ExplainedVariance:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.mean, "outputs")
+        p, t = pair(self, preds, target, self.mean, "outputs", exact=False)
         if t.shape[0] == 0:
             return self.replace()
         fields, _ = _moments.of_batch(self, torch.stack([t - p, t], dim=1))
