@@ -304,3 +304,30 @@ def widened(x: torch.Tensor) -> torch.Tensor:
         (torch.float32, torch.float64)
     """
     return x.float() if x.is_floating_point() and x.dtype.itemsize < 4 else x
+
+
+def batch_dtype(like: torch.Tensor, *xs: torch.Tensor) -> torch.dtype:
+    """The dtype a batch is computed in: the state ``like``'s, widened to hold every value of ``xs`` exactly.
+
+    float64 inputs stay float64 against a float32 state, and 32- and 64-bit
+    integers become float64 (float32 would round them); on a device without
+    float64 (MPS) the state's dtype. Cast to the state first, ``1e6 + 0.01``
+    and ``1e6`` are one value, and an error or a sum between them is lost.
+
+    Examples:
+        >>> state = torch.zeros(())
+        >>> batch_dtype(state, torch.ones(1, dtype=torch.float64)), batch_dtype(state, torch.ones(1, dtype=torch.int16))
+        (torch.float64, torch.float32)
+    """
+    dtype = like.dtype
+    for x in xs:
+        if x.is_floating_point():
+            dtype = torch.promote_types(dtype, x.dtype)
+        elif x.dtype.itemsize >= 4 and x.dtype != torch.bool:  # a 32- or 64-bit integer: float32 would round it
+            dtype = torch.promote_types(dtype, torch.float64)
+    return like.dtype if dtype == torch.float64 and like.device.type == "mps" else dtype
+
+
+def folded(state: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """``state + value`` in the state's own dtype: a batch computed wider (``batch_dtype``) is rounded once, here."""
+    return state + (value if value.dtype == state.dtype else value.to(state.dtype))

@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import torch
 
+from scopedmetrics import _checks
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import append, state, static
 
@@ -85,9 +86,11 @@ def _without_nan(
     return value[keep], None if weight is None else weight[keep]
 
 
-def _values(owner: Metric, value: Any, state: torch.Tensor) -> torch.Tensor:
-    """``value`` as a real tensor of ``state``'s dtype, NaNs handled."""
-    return _without_nan(owner, _real(owner, value, "value", state.dtype, state.device), stacklevel=5)[0]
+def _values(owner: Metric, value: Any, state: torch.Tensor, exact: bool = False) -> torch.Tensor:
+    """``value`` as a real tensor of ``state``'s dtype (``exact``: widened so that no value rounds), NaNs handled."""
+    x = _real(owner, value, "value", None, state.device)
+    x = x.to(_checks.batch_dtype(state, x) if exact else state.dtype)
+    return _without_nan(owner, x, stacklevel=5)[0]
 
 
 def _check_strategy(owner: Metric) -> None:
@@ -114,8 +117,8 @@ class Sum(Metric):
         _check_strategy(self)
 
     def update(self, value: Any) -> Sum:
-        x = _values(self, value, self.sum_value)
-        return self.replace(sum_value=self.sum_value + x.sum())
+        x = _values(self, value, self.sum_value, exact=True)  # summed in its own precision, added in the state's
+        return self.replace(sum_value=_checks.folded(self.sum_value, x.sum()))
 
     def compute(self) -> torch.Tensor:
         return self.sum_value
@@ -192,8 +195,10 @@ class Mean(Metric):
         if fast is not None:
             return fast
         state = self.mean_value
-        x = _real(self, value, "value", state.dtype, state.device)
-        w = _real(self, weight, "weight", self.weight.dtype, state.device)
+        x = _real(self, value, "value", None, state.device)
+        w = _real(self, weight, "weight", None, state.device)
+        dtype = _checks.batch_dtype(state, x, w)  # the weighted sum in the inputs' precision, added in the state's
+        x, w = x.to(dtype), w.to(dtype)
         if w.shape != x.shape:
             try:
                 w = torch.broadcast_to(w, x.shape)
@@ -205,7 +210,8 @@ class Mean(Metric):
         w = cast(torch.Tensor, kept)
         if bool((w < 0).any()):
             raise ValueError("Mean.update: weight must be non-negative")
-        return self.replace(mean_value=self.mean_value + (x * w).sum(), weight=self.weight + w.sum())
+        return self.replace(mean_value=_checks.folded(self.mean_value, (x * w).sum()),
+                            weight=_checks.folded(self.weight, w.sum()))
 
     def _unweighted(self, value: Any, weight: Any) -> Mean | None:
         """The common case in three ops: a tensor of the state's dtype, weight 1 (``None``: take the general path).

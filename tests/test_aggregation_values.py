@@ -209,3 +209,18 @@ def test_cat_refuses_later_values_its_rows_cannot_hold(
     else:
         got = m.update(later).compute()
         assert got.dtype == first.dtype and got.tolist() == kept
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64])
+def test_sums_of_inputs_the_state_cannot_hold_are_taken_in_their_own_precision(dtype: torch.dtype) -> None:
+    # each value was cast to the float32 state first: 1e8 + 0.5 - 1e8 + 3.25 summed to 3.25 (TorchMetrics: 3.25)
+    if dtype.is_floating_point:
+        x, w = torch.tensor([1e8 + 0.5, -1e8, 3.25], dtype=dtype), torch.tensor([1.0, 1.0, 2.0], dtype=dtype)
+    else:
+        x, w = torch.tensor([2**25 + 1, -(2**25), 3], dtype=dtype), torch.tensor([1, 1, 2], dtype=dtype)
+    xd, wd = x.double(), w.double()
+    total = sm.Sum().update(x[:2]).update(x[2:])
+    assert total.sum_value.dtype == torch.float32 and total.compute().item() == xd.sum().item()
+    assert sm.Mean().update(x).compute().item() == pytest.approx((xd.sum() / 3).item(), rel=1e-7)
+    weighted = sm.Mean().update(x, weight=w).compute().item()
+    assert weighted == pytest.approx(((xd * wd).sum() / wd.sum()).item(), rel=1e-7)

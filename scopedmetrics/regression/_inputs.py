@@ -16,6 +16,8 @@ from typing import Any, Literal
 import torch
 
 from scopedmetrics import _checks
+from scopedmetrics._checks import batch_dtype as batch_dtype  # the regression modules take these from here
+from scopedmetrics._checks import folded as folded
 from scopedmetrics.metric import Metric
 
 Layout = Literal["flat", "outputs", "rows"]
@@ -165,18 +167,3 @@ def pair(
         check_finite(owner, names[1], b)
     return a, b
 
-
-def batch_dtype(like: torch.Tensor, *xs: torch.Tensor) -> torch.dtype:
-    """``like``'s dtype, widened to hold every value of ``xs`` exactly (float64 where the device has it)."""
-    dtype = like.dtype
-    for x in xs:
-        if x.is_floating_point():
-            dtype = torch.promote_types(dtype, x.dtype)
-        elif x.dtype.itemsize >= 4 and x.dtype != torch.bool:  # a 32- or 64-bit integer: float32 would round it
-            dtype = torch.promote_types(dtype, torch.float64)
-    return like.dtype if dtype == torch.float64 and like.device.type == "mps" else dtype
-
-
-def folded(state: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    """``state + value`` in the state's own dtype: a batch computed wider (``pair``) is rounded once, here."""
-    return state + (value if value.dtype == state.dtype else value.to(state.dtype))
