@@ -438,3 +438,20 @@ def test_stackable_is_decided_by_the_ops() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Sliced(sm.Max(), 2).update(torch.tensor([1.0, 2.0]), slice_ids=torch.tensor([0, 1]))  # no beta warnings
+
+
+@pytest.mark.parametrize("metric", [sm.Sum(), sm.Mean(), sm.MeanSquaredError(num_outputs=2)],
+                         ids=["sum", "mean", "mse_outputs"])
+def test_sliced_float64_inputs_equal_the_metric_on_each_slice(metric: sm.Metric) -> None:
+    # the sliced path cast each value to the float32 state first, where the metric now sums in float64
+    g = torch.Generator().manual_seed(9)
+    base = 1e8 * torch.randint(-1, 2, (60,), generator=g).double() + torch.randn(60, generator=g, dtype=torch.float64)
+    ids = torch.randint(0, 3, (60,), generator=g)
+    if isinstance(metric, sm.MeanSquaredError):
+        args: tuple[torch.Tensor, ...] = (torch.stack([base, base * 2], 1) + 0.01, torch.stack([base, base * 2], 1))
+    else:
+        args = (base,)
+    got = Sliced(metric, 3).update(*args, slice_ids=ids).compute()
+    for k in range(3):
+        want = metric.reset().update(*(a[ids == k] for a in args)).compute()
+        assert torch.equal(got[k], want), (k, got[k], want)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from scopedmetrics import _checks
 from scopedmetrics._kernels import bincount, class_counts
 from scopedmetrics.aggregation import Max, Mean, Min, Sum
 from scopedmetrics.classification.confusion import (
@@ -40,13 +41,12 @@ from scopedmetrics.wrappers._groups import GroupIds, _call_hook, hook_for, per_e
 M = TypeVar("M", bound=Metric)
 
 
-def _values(x: Any, like: torch.Tensor) -> torch.Tensor | None:
-    """A batch-first value tensor cast like the state; ``None`` when the plain path does not apply."""
-    if not isinstance(x, torch.Tensor) or x.ndim == 0:
+def _values(x: Any, like: torch.Tensor, exact: bool = False) -> torch.Tensor | None:
+    """A batch-first value tensor cast like the state (``exact``: widened, as the metric sums it), or ``None``."""
+    if not isinstance(x, torch.Tensor) or x.ndim == 0 or x.is_complex():
         return None
-    if x.dtype == like.dtype and x.device == like.device:
-        return x
-    return None if x.is_complex() else x.to(like.device, like.dtype)
+    dtype = _checks.batch_dtype(like, x) if exact else like.dtype
+    return x if x.dtype == dtype and x.device == like.device else x.to(like.device, dtype)
 
 
 def _nan_free(template: Any, total: torch.Tensor) -> bool:
@@ -73,9 +73,10 @@ def _group_sums(state: torch.Tensor, ids: torch.Tensor, rows: torch.Tensor) -> t
         if sums.dtype != state.dtype:  # float32 and float64 weights keep theirs; others give float64
             sums = sums.to(state.dtype)
         return sums if state.ndim == 1 else sums.unsqueeze(1)
-    if rows.dtype != state.dtype:
-        rows = rows.to(state.dtype)
-    return torch.zeros_like(state).index_add_(0, ids, rows if rows.ndim == state.ndim else rows.unsqueeze(1))
+    wide = rows.dtype if rows.is_floating_point() else state.dtype  # rows summed in their own precision first
+    sums = torch.zeros(state.shape, dtype=wide, device=state.device)
+    sums.index_add_(0, ids, (rows if rows.ndim == state.ndim else rows.unsqueeze(1)).to(wide))
+    return sums if sums.dtype == state.dtype else sums.to(state.dtype)
 
 
 # -- aggregation ---------------------------------------------------------------------------
@@ -84,7 +85,7 @@ def _group_sums(state: torch.Tensor, ids: torch.Tensor, rows: torch.Tensor) -> t
 @register_sliced_update(Sum)
 def _sum(stacked: Sum, template: Sum, g: GroupIds, value: Any) -> Sum | None:
     ids = g.ids
-    x = _values(value, stacked.sum_value)
+    x = _values(value, stacked.sum_value, exact=True)
     if x is None:
         return None
     sums = _group_sums(stacked.sum_value, ids, x if x.shape == ids.shape else x.reshape(ids.shape[0], -1).sum(1))
@@ -95,7 +96,7 @@ def _sum(stacked: Sum, template: Sum, g: GroupIds, value: Any) -> Sum | None:
 
 @register_sliced_update(Mean)
 def _mean(stacked: Mean, template: Mean, g: GroupIds, value: Any, weight: Any = 1.0) -> Mean | None:
-    x = _values(value, stacked.mean_value)
+    x = _values(value, stacked.mean_value, exact=True)
     if x is None:
         return None
     if isinstance(weight, torch.Tensor):
@@ -117,7 +118,8 @@ def _mean(stacked: Mean, template: Mean, g: GroupIds, value: Any, weight: Any = 
 def _weighted_mean(stacked: Mean, template: Mean, g: GroupIds, x: torch.Tensor, weight: torch.Tensor) -> Mean | None:
     if weight.is_complex():
         return None
-    w = weight.to(x.device, stacked.weight.dtype)
+    dtype = _checks.batch_dtype(stacked.weight, x, weight)
+    x, w = x.to(dtype), weight.to(x.device, dtype)
     try:
         w = torch.broadcast_to(w, x.shape)
     except RuntimeError:
