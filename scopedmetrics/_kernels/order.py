@@ -42,16 +42,17 @@ def descending(scores: torch.Tensor) -> torch.Tensor:
 
 def ranked(scores: torch.Tensor, positive: torch.Tensor, valid: torch.Tensor | None, values: bool = False
            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Each column of ``scores`` (N, C) sorted high to low: ``(ties, positive, valid)`` in that order.
+    """Each column of ``scores`` ((N,) or (N, C)) sorted high to low: ``(ties, positive, valid)`` in that order.
 
     ``ties`` is equal between neighbours exactly where their scores are equal
     (the sorted scores themselves with ``values``, -0.0 then read as 0.0);
-    ``positive`` and ``valid`` come as int64. Ties come in no particular order. On the CPU, float32 scores (the exact
-    curves' state) of at least ``NUMPY_MIN`` rows without NaN sort as one int64
-    key per row, the score's order-preserving bits with ``valid`` and
-    ``positive`` as its two low bits, by numpy's sort of values: no argsort
-    and no gathers (1.1x at 40,000 rows, 1.6x at 10^6, 2.0x at 4 * 10^6).
-    Anything else takes ``descending`` and gathers.
+    ``positive`` and ``valid`` come as int64. Ties come in no particular
+    order. On the CPU, float32 scores of at least ``NUMPY_MIN`` rows without
+    NaN sort as one int64 key per row, the score's order-preserving bits with
+    ``valid`` and ``positive`` as its two low bits, by numpy's sort of values:
+    no argsort and no gathers (about even at 40,000 rows, 1.4-2.2x at 10^6,
+    1.7x at 4 * 10^6; README.md). Anything else takes ``descending`` and
+    gathers.
 
     Examples:
         >>> s, p, v = ranked(torch.tensor([[0.2], [0.9], [0.2]]), torch.tensor([[True], [False], [False]]), None)
