@@ -176,12 +176,14 @@ def main() -> int:
         values = rank_values(data, rank, world)
         everyone: list[Any] = [None] * world
         dist.all_gather_object(everyone, values)  # only to check, for the report, that every rank got the same
-        if rank != 0:
-            return 0
-        if any(v != values for v in everyone):
+        code = 0
+        if rank == 0 and any(v != values for v in everyone):
             print("FAIL: ranks disagree")
-            return 1
-        return report(data, values, world, "gloo processes")
+            code = 1
+        elif rank == 0:
+            code = report(data, values, world, "gloo processes")
+        dist.barrier()  # leave together: a gloo rank whose peers tear their connections down first may abort
+        return code
     finally:
         dist.destroy_process_group()
 

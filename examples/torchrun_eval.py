@@ -126,28 +126,32 @@ def main() -> int:
         # Rank 0 prints every group's values, so gather them (a plain object gather, for the report).
         reports: list = [None] * world
         dist.all_gather_object(reports, (rank, hi - lo, task_of(rank), node_of(), per_task, per_node))
-        if rank != 0:
-            return 0
-
-        failures = 0
-        print(f"{world} ranks, shard sizes {[r[1] for r in reports]}")
-        scopes = [("all ranks", list(range(world)), overall)]
-        for task in sorted({r[2] for r in reports}):
-            members = [r[0] for r in reports if r[2] == task]
-            scopes.append((f"task {task}", members, reports[members[0]][4]))
-        for node in sorted({r[3] for r in reports}):
-            members = [r[0] for r in reports if r[3] == node]
-            scopes.append((node, members, reports[members[0]][5]))
-        for name, members, values in scopes:
-            truth = one_process(data, members, world)
-            ok = all(same(values[k], truth[k]) for k in truth)
-            failures += not ok
-            shown = ", ".join(f"{k.split('.')[-1]} {v:.4f}" for k, v in values.items())
-            print(f"{name:>10} (ranks {members}): {shown}  [{'matches one process' if ok else 'MISMATCH'}]")
-        print("PASS" if failures == 0 else f"FAIL: {failures} scope(s) differ from one process")
-        return 0 if failures == 0 else 1
+        code = report(data, world, reports, overall) if rank == 0 else 0
+        dist.barrier()  # leave together: a gloo rank whose peers tear their connections down first may abort
+        return code
     finally:
         dist.destroy_process_group()
+
+
+def report(data: dict[str, torch.Tensor], world: int, reports: list, overall: dict) -> int:
+    """Rank 0: print every scope's values beside one process's, and whether they match (0) or not (1)."""
+    failures = 0
+    print(f"{world} ranks, shard sizes {[r[1] for r in reports]}")
+    scopes = [("all ranks", list(range(world)), overall)]
+    for task in sorted({r[2] for r in reports}):
+        members = [r[0] for r in reports if r[2] == task]
+        scopes.append((f"task {task}", members, reports[members[0]][4]))
+    for node in sorted({r[3] for r in reports}):
+        members = [r[0] for r in reports if r[3] == node]
+        scopes.append((node, members, reports[members[0]][5]))
+    for name, members, values in scopes:
+        truth = one_process(data, members, world)
+        ok = all(same(values[k], truth[k]) for k in truth)
+        failures += not ok
+        shown = ", ".join(f"{k.split('.')[-1]} {v:.4f}" for k, v in values.items())
+        print(f"{name:>10} (ranks {members}): {shown}  [{'matches one process' if ok else 'MISMATCH'}]")
+    print("PASS" if failures == 0 else f"FAIL: {failures} scope(s) differ from one process")
+    return 0 if failures == 0 else 1
 
 
 if __name__ == "__main__":
