@@ -457,9 +457,10 @@ def test_state_dict_pickle_and_dtype() -> None:
     back = ConcordanceCorrCoef(num_outputs=2).load_state_dict(m.state_dict())
     assert_states_close(back, m, exact=True)
     assert_states_close(pickle.loads(pickle.dumps(m)), m, exact=True)
-    assert m.total.dtype == torch.int64 and m.mean.dtype == torch.float32
-    d = m.to(torch.float64).update(p.double(), t.double())
-    assert d.mean.dtype == torch.float64
+    assert m.total.dtype == torch.int64 and m.mean.dtype == torch.float64  # moments in float64, the value float32
+    assert m.compute().dtype == torch.float32
+    f = m.to(torch.float32).update(p, t)  # a cast state keeps its dtype through updates
+    assert f.mean.dtype == torch.float32
     # dtype and shape depend on configuration only: integer inputs land in float32 states
     ints = MeanSquaredError().update(torch.tensor([1, 2]), torch.tensor([1, 4]))
     assert ints.sum_squared_error.dtype == torch.float32 and ints.compute() == 2.0
@@ -689,3 +690,20 @@ def test_spearman_ranks_float64_inputs_that_float32_would_tie() -> None:
     got = SpearmanCorrCoef().update(preds, target).compute()
     assert_close(got.double(), torch.tensor(scipy.stats.spearmanr(preds.numpy(), target.numpy())[0],
                                             dtype=torch.float64), rtol=1e-6, atol=0)
+
+
+def test_moments_of_float64_data_far_from_zero_keep_its_spread() -> None:
+    # float32 moments of data at 1e6 with a spread of 1e-2 read as constant: Pearson 0.0, R2 -3.0
+    g = torch.Generator().manual_seed(10)
+    target = 1e6 + torch.randn(500, dtype=torch.float64, generator=g) * 1e-2
+    preds = target + torch.randn(500, dtype=torch.float64, generator=g) * 5e-3
+    y, p = target.numpy(), preds.numpy()
+    want = {
+        PearsonCorrCoef: np.corrcoef(p, y)[0, 1],
+        R2Score: skm.r2_score(y, p),
+        ExplainedVariance: skm.explained_variance_score(y, p),
+    }
+    for cls, value in want.items():
+        got = cls().update(preds[:200], target[:200]).update(preds[200:], target[200:]).compute()
+        assert got.dtype == torch.float32
+        assert_close(got.double(), torch.tensor(value, dtype=torch.float64), rtol=1e-6, atol=0)

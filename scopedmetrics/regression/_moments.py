@@ -11,7 +11,9 @@ output, ``mean``, ``m2`` (the sum of squared deviations from the mean),
 
 (Chan, Golub & LeVeque, 1979). Unlike raw sums of squares, nothing here
 subtracts two large, nearly equal numbers, so data far from zero with a small
-spread (values around 1e4 with unit variance) keeps its precision in float32.
+spread (values around 1e4 with unit variance) keeps its precision even in
+float32; the metrics keep float64 moments all the same, since a float32 mean
+of data near 1e6 is off by up to 0.06, which the merges read as spread.
 The empty state (``total == 0``, zero means) is an exact identity: its
 weights ``n_b / n`` and ``n_a * n_b / n`` are exactly 0 or 1. The extremes make
 "this variable is constant" an exact test: rounding can leave a constant

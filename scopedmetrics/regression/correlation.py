@@ -33,11 +33,12 @@ class _CoMoments(Metric):
     num_outputs: int = static(default=1)
     validate_args: bool = static(default=True)
     total: torch.Tensor = state(default=0)
-    mean: torch.Tensor = state(default=0.0)
-    m2: torch.Tensor = state(default=0.0)
-    low: torch.Tensor = state(default=0.0)
-    high: torch.Tensor = state(default=0.0)
-    comoment: torch.Tensor = state(init=lambda m: torch.zeros(m.num_outputs))
+    # float64 moments: a float32 mean of data near 1e6 is off by up to 0.06, which merges read as spread
+    mean: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    m2: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    low: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    high: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    comoment: torch.Tensor = state(init=lambda m: torch.zeros(m.num_outputs, dtype=torch.float64))
 
     def __post_init__(self) -> None:
         check_positive_int(self, "num_outputs")
@@ -90,7 +91,7 @@ class PearsonCorrCoef(_CoMoments):
         m2, co, constant = self._exact()
         r = (co / (m2[0] * m2[1]).sqrt()).clamp(-1.0, 1.0)
         undefined = constant | (self.total < 2)
-        return self._per_output(torch.where(undefined, torch.full_like(r, float("nan")), r))
+        return self._per_output(torch.where(undefined, torch.full_like(r, float("nan")), r)).float()
 
 
 class ConcordanceCorrCoef(_CoMoments):
@@ -116,7 +117,7 @@ class ConcordanceCorrCoef(_CoMoments):
         gap = self.mean[0] - self.mean[1]
         ccc = 2 * co / (m2[0] + m2[1] + (n - 1) * gap * gap)
         ccc = torch.where(self.total < 2, torch.full_like(ccc, float("nan")), ccc.clamp(-1.0, 1.0))
-        return self._per_output(ccc)
+        return self._per_output(ccc).float()
 
 
 def _average_ranks(x: torch.Tensor) -> torch.Tensor:

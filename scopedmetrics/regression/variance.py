@@ -71,11 +71,12 @@ class R2Score(Metric):
     num_outputs: int = static(default=1)
     validate_args: bool = static(default=True)
     total: torch.Tensor = state(default=0)
-    mean: torch.Tensor = state(default=0.0)
-    m2: torch.Tensor = state(default=0.0)
-    low: torch.Tensor = state(default=0.0)
-    high: torch.Tensor = state(default=0.0)
-    rss: torch.Tensor = state(init=lambda m: torch.zeros(m.num_outputs))
+    # float64 moments: a float32 mean of data near 1e6 is off by up to 0.06, which merges read as spread
+    mean: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    m2: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    low: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    high: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    rss: torch.Tensor = state(init=lambda m: torch.zeros(m.num_outputs, dtype=torch.float64))
 
     def __post_init__(self) -> None:
         if isinstance(self.adjusted, bool) or not isinstance(self.adjusted, int) or self.adjusted < 0:
@@ -100,7 +101,10 @@ class R2Score(Metric):
         return self.replace(**fields, rss=self.rss + other.rss)
 
     def compute(self) -> torch.Tensor:
-        """``1 - RSS / TSS`` per output, combined and adjusted as configured."""
+        """``1 - RSS / TSS`` per output, combined and adjusted as configured (float32, from float64 moments)."""
+        return self._score().float()
+
+    def _score(self) -> torch.Tensor:
         tss, _ = _moments.exact_m2(self)
         scores = _fraction(self.rss, tss)
         r2 = _average(scores, tss, self.multioutput, self.num_outputs == 1)
@@ -143,10 +147,11 @@ class ExplainedVariance(Metric):
     num_outputs: int = static(default=1)
     validate_args: bool = static(default=True)
     total: torch.Tensor = state(default=0)
-    mean: torch.Tensor = state(default=0.0)
-    m2: torch.Tensor = state(default=0.0)
-    low: torch.Tensor = state(default=0.0)
-    high: torch.Tensor = state(default=0.0)
+    # float64 moments: a float32 mean of data near 1e6 is off by up to 0.06, which merges read as spread
+    mean: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    m2: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    low: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    high: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
 
     def __post_init__(self) -> None:
         check_choice(self, "multioutput", MULTIOUTPUT)
@@ -172,4 +177,4 @@ class ExplainedVariance(Metric):
         m2, _ = _moments.exact_m2(self)
         scores = _fraction(m2[0], m2[1])
         value = _average(scores, m2[1], self.multioutput, self.num_outputs == 1)
-        return value if int(self.total) > 0 else torch.full_like(value, float("nan"))
+        return (value if int(self.total) > 0 else torch.full_like(value, float("nan"))).float()
