@@ -135,7 +135,8 @@ def disagree_case(rank: int, what: str) -> tuple[Any, Any]:
     elif what == "shape_merge":
         m = smr.PearsonCorrCoef()
         if odd:  # the state of num_outputs=2 under a num_outputs=1 configuration
-            m = m.replace(**{k: torch.zeros(2, 2) for k in ("mean", "m2", "low", "high")}, comoment=torch.zeros(2))
+            m = m.replace(**{k: torch.zeros(2, 2, dtype=m.mean.dtype) for k in ("mean", "m2", "low", "high")},
+                          comoment=torch.zeros(2, dtype=m.comoment.dtype))
         tree = m
     elif what == "dict_keys":
         tree = Bins() if not odd else Bins().replace(bins={"a": torch.zeros(2), "c": torch.zeros(2)})
