@@ -120,7 +120,9 @@ def main() -> int:
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     dist.init_process_group("nccl" if cuda else "gloo", device_id=device if cuda else None)
     try:
-        return _run(_example(), device, opts)
+        code = _run(_example(), device, opts)
+        dist.barrier()  # leave together: a gloo rank whose peers tear their connections down first may abort
+        return code
     finally:
         dist.destroy_process_group()
 
