@@ -46,7 +46,8 @@ def ranked(scores: torch.Tensor, positive: torch.Tensor, valid: torch.Tensor | N
 
     ``ties`` is equal between neighbours exactly where their scores are equal
     (the sorted scores themselves with ``values``, -0.0 then read as 0.0);
-    ``positive`` and ``valid`` come as int64. Ties come in no particular
+    ``positive`` and ``valid`` go in as bool masks (each is one bit of the
+    packed key) and come out as int64 0/1. Ties come in no particular
     order. On the CPU, float32 scores of at least ``NUMPY_MIN`` rows without
     NaN sort as one int64 key per row, the score's order-preserving bits with
     ``valid`` and ``positive`` as its two low bits, by numpy's sort of values:
@@ -59,7 +60,8 @@ def ranked(scores: torch.Tensor, positive: torch.Tensor, valid: torch.Tensor | N
         >>> p.reshape(-1).tolist(), bool(s[1] == s[2]), v
         ([0, 1, 0], True, None)
     """
-    if _packs(scores):
+    masks = positive.dtype == torch.bool and (valid is None or valid.dtype == torch.bool)  # one bit each
+    if masks and _packs(scores):
         a = scores.detach().numpy() + 0.0  # -0.0 as 0.0
         if not np.isnan(a).any():
             bits = a.view(np.int32)
