@@ -166,4 +166,3 @@ def pair(
         check_finite(owner, names[0], a)
         check_finite(owner, names[1], b)
     return a, b
-
