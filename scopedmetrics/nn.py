@@ -86,6 +86,22 @@ class Stateful(torch.nn.Module, Generic[M]):
         """Back to the empty state, each state on the device and in the floating dtype it had."""
         self._metric = _placed(self._metric.reset(), self._metric)
 
+    def __getattr__(self, name: str) -> Any:
+        """A module attribute, else the state at a ``state_dict`` key (``"count"``) or its first components.
+
+        ``torch.distributed.checkpoint.state_dict`` (FSDP2's and DCP's
+        ``get_model_state_dict``) walks every key of a model's state dict by
+        ``getattr``, one dotted component at a time: ``s.stats.tp`` must
+        resolve where ``"stats.tp"`` is one of this module's keys.
+        """
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            found = _StatePath(self.__dict__["_metric"].state_dict()).get(name) if "_metric" in self.__dict__ else None
+            if found is None:
+                raise
+            return found
+
     def extra_repr(self) -> str:
         """The metric, as its own ``repr`` shows it."""
         return repr(self._metric)
@@ -130,6 +146,27 @@ class Stateful(torch.nn.Module, Generic[M]):
             self._metric = _loaded(self._metric, loaded, assign)
         except (TypeError, ValueError) as err:
             error_msgs.append(f"{prefix[:-1]}: {err}" if prefix else str(err))
+
+
+class _StatePath:
+    """The states under one dotted prefix of a ``state_dict``, reachable by ``getattr`` one component at a time."""
+
+    def __init__(self, state: Mapping[str, torch.Tensor]) -> None:
+        self._state = state
+
+    def get(self, name: str) -> torch.Tensor | _StatePath | None:
+        """The state at key ``name``, the states under ``name.``, or ``None`` where no key starts so."""
+        if name in self._state:
+            return self._state[name]
+        head = name + "."
+        below = {k[len(head):]: v for k, v in self._state.items() if k.startswith(head)}
+        return _StatePath(below) if below else None
+
+    def __getattr__(self, name: str) -> torch.Tensor | _StatePath:
+        found = None if name == "_state" or name.startswith("__") else self.get(name)
+        if found is None:
+            raise AttributeError(f"no metric state at {name!r}; the keys here are {sorted(self._state)}")
+        return found
 
 
 def _kind_kept(fn: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:
@@ -266,3 +303,40 @@ def resume_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, A
     for prefix, s in _statefuls(module):
         empty = _placed(s.metric.reset(), s.metric)
         state_dict.update({prefix + k: v for k, v in empty.state_dict().items()})
+
+
+def size_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, Any], metadata: Any, prefix: str = ""
+                    ) -> None:
+    """The ``cat`` states of every ``Stateful`` in ``state_dict`` given the length and dtype a checkpoint holds.
+
+    ``torch.distributed.checkpoint.load`` fills the tensors of the state dict it
+    is given and refuses one whose size differs from the saved one, but a fresh
+    model's ``cat`` states are empty. Call this between ``get_model_state_dict``
+    and ``dcp.load``. ``metadata`` is the checkpoint's (``reader.read_metadata()``;
+    a mapping of key to saved tensor works too) and ``prefix`` the key of the
+    model's state dict inside the dict that was saved (``"model."`` for
+    ``dcp.save({"model": ...})``). Fixed-size states are left as they are, so a
+    configuration that differs from the saved one is still refused. No
+    communication.
+
+    Examples:
+        >>> import scopedmetrics as sm, torch
+        >>> saved = Stateful(sm.Cat()).state_dict()
+        >>> saved["value"] = torch.arange(3.0)        # what a checkpoint holds
+        >>> fresh = Stateful(sm.Cat())
+        >>> current = fresh.state_dict()
+        >>> size_state_dict(fresh, current, saved)
+        >>> current["value"].shape
+        torch.Size([3])
+    """
+    found = getattr(metadata, "state_dict_metadata", metadata)
+    for key_prefix, s in _statefuls(module):
+        for key, rows in zip(s.metric.state_dict(), _free_shape_leaves(s.metric)):
+            saved = found.get(prefix + key_prefix + key) if rows else None
+            if isinstance(saved, torch.Tensor):
+                size, dtype = saved.shape, saved.dtype
+            else:  # torch.distributed.checkpoint's TensorStorageMetadata, or nothing saved at this key
+                size, dtype = getattr(saved, "size", None), getattr(getattr(saved, "properties", None), "dtype", None)
+            if isinstance(size, torch.Size) and isinstance(dtype, torch.dtype):
+                old = state_dict[key_prefix + key]
+                state_dict[key_prefix + key] = torch.empty(size, dtype=dtype, device=old.device)
