@@ -333,10 +333,9 @@ def size_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, Any
     for key_prefix, s in _statefuls(module):
         for key, rows in zip(s.metric.state_dict(), _free_shape_leaves(s.metric)):
             saved = found.get(prefix + key_prefix + key) if rows else None
-            if isinstance(saved, torch.Tensor):
-                size, dtype = saved.shape, saved.dtype
-            else:  # torch.distributed.checkpoint's TensorStorageMetadata, or nothing saved at this key
-                size, dtype = getattr(saved, "size", None), getattr(getattr(saved, "properties", None), "dtype", None)
+            # a tensor, or torch.distributed.checkpoint's TensorStorageMetadata (size, properties.dtype)
+            size: Any = saved.shape if isinstance(saved, torch.Tensor) else getattr(saved, "size", None)
+            dtype: Any = getattr(saved, "dtype", None) or getattr(getattr(saved, "properties", None), "dtype", None)
             if isinstance(size, torch.Size) and isinstance(dtype, torch.dtype):
                 old = state_dict[key_prefix + key]
                 state_dict[key_prefix + key] = torch.empty(size, dtype=dtype, device=old.device)
