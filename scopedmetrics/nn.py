@@ -13,11 +13,14 @@ that process has, so ``reduce_state_dict`` writes the *global* state into it
 0 alone on resume, every other rank starting empty. Since every reduce op is
 associative with the empty state as identity, the resumed run's ``compute()``
 equals the uninterrupted run's at any world size (counts to the bit, floating
-sums up to the order of addition).
+sums up to the order of addition). Each ``Stateful`` saves whose samples its
+states hold (``_extra_state``), and a load that would count them twice or
+leave some out (those two calls forgotten) is refused.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any, Generic, TypeVar
 
@@ -48,7 +51,7 @@ class Stateful(torch.nn.Module, Generic[M]):
         tensor(2.)
         >>> s.update(torch.tensor([8.0]))
         >>> s.compute(), dict(s.state_dict())
-        (tensor(4.), {'mean_value': tensor(12.), 'weight': tensor(3.)})
+        (tensor(4.), {'_extra_state': tensor([0, 0, 1]), 'mean_value': tensor(12.), 'weight': tensor(3.)})
         >>> s.double().metric.weight.dtype        # floating states cast with the module
         torch.float64
     """
@@ -102,6 +105,20 @@ class Stateful(torch.nn.Module, Generic[M]):
                 raise
             return found
 
+    def get_extra_state(self) -> torch.Tensor:
+        """Whose samples the states hold, saved as ``_extra_state``: this participant's own, of a world of ``size``.
+
+        An int64 tensor ``[kind, rank, size]`` (``_mark``), so a checkpoint stays
+        tensors only (``weights_only``, safetensors, DCP). ``reduce_state_dict``
+        marks the global state instead and ``resume_state_dict`` a share to
+        resume from; loading refuses a state that would count samples twice or
+        leave some out (``_refusal``).
+        """
+        return _mark("rank", *_participant())
+
+    def set_extra_state(self, state: Any) -> None:
+        """Nothing to set: ``_load_from_state_dict`` reads the mark before it loads any state."""
+
     def extra_repr(self) -> str:
         """The metric, as its own ``repr`` shows it."""
         return repr(self._metric)
@@ -133,6 +150,9 @@ class Stateful(torch.nn.Module, Generic[M]):
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
+        marker = prefix + _HOLDS
+        if marker not in state_dict and marker in missing_keys:
+            missing_keys.remove(marker)  # a checkpoint from before the mark: nothing to check it by
         keys = list(self._metric.state_dict())
         missing = [prefix + k for k in keys if prefix + k not in state_dict]
         if missing:  # a state loads whole or not at all; strict=False keeps the current one
@@ -140,6 +160,10 @@ class Stateful(torch.nn.Module, Generic[M]):
             return  # and the keys it holds stay in unexpected_keys: they were not loaded either
         ours = {prefix + k for k in keys}
         unexpected_keys[before:] = [k for k in unexpected_keys[before:] if k not in ours]  # not params: ours
+        problem = _refusal(state_dict.get(marker), _participant())
+        if problem:  # refused whole, whatever strict says: a wrong count is never what was asked for
+            error_msgs.append(f"{prefix[:-1]}: {problem}" if prefix else problem)
+            return
         assign = bool(local_metadata.get("assign_to_params_buffers", False))
         loaded = {k: state_dict[prefix + k] for k in keys}
         try:
@@ -167,6 +191,70 @@ class _StatePath:
         if found is None:
             raise AttributeError(f"no metric state at {name!r}; the keys here are {sorted(self._state)}")
         return found
+
+
+_HOLDS = "_extra_state"  # the key of a Stateful's mark of whose samples its states hold (Module.get_extra_state)
+
+
+def _participant() -> tuple[int | None, int | None]:
+    """``(rank, size)`` of this participant under the reducer in scope (``None`` for a reducer without them)."""
+    from scopedmetrics.scope import get_reducer
+
+    reducer = get_reducer()
+    return getattr(reducer, "rank", None), getattr(reducer, "size", None)
+
+
+_KINDS = ("rank", "all", "share")
+
+
+def _mark(kind: str, rank: int | None, size: int | None) -> torch.Tensor:
+    """``[kind, rank, size]`` as int64 (-1 where unknown): whose samples a checkpoint's states hold."""
+    return torch.tensor([_KINDS.index(kind), -1 if rank is None else rank, -1 if size is None else size])
+
+
+def _read_mark(held: Any) -> tuple[str | None, int | None, int | None]:
+    """``(kind, rank, size)`` of a mark; ``(None, None, None)`` for none, or for anything that is not one."""
+    if not isinstance(held, torch.Tensor) or held.shape != (3,) or held.is_floating_point() or held.is_complex():
+        return None, None, None
+    kind, rank, size = (int(v) for v in held.tolist())
+    if not 0 <= kind < len(_KINDS):
+        return None, None, None
+    return _KINDS[kind], None if rank < 0 else rank, None if size < 0 else size
+
+
+def _refusal(held: Any, here: tuple[int | None, int | None]) -> str | None:
+    """Why states marked ``held`` must not load on the participant ``here``, or ``None``.
+
+    In a world of one process every state loads (a rank's own state alone
+    warns: its value covers only that rank's samples). In a world of many, a
+    participant loads its own state of a world of the same size, or a share
+    made by ``resume_state_dict``; a global state or one process's state would
+    count its samples once per participant, another rank's state would count
+    that rank twice and lose this one's. A reducer that does not say its rank
+    and size, or a checkpoint without the mark, is not checked.
+    """
+    rank, size = here
+    kind, was_rank, was_size = _read_mark(held)
+    if kind in (None, "share") or size is None:
+        return None
+    if kind == "rank" and (was_size is None or (was_size, was_rank) == (size, rank)):
+        return None  # saved under a reducer without a rank, or this participant's own
+    if size == 1:
+        if kind == "rank" and was_size is not None and was_size > 1:
+            warnings.warn(
+                f"sm.Stateful: loading rank {was_rank}'s own state of a world of {was_size} into one process: "
+                "its value covers that rank's samples only (save with sm.nn.reduce_state_dict for all of them)",
+                UserWarning, stacklevel=5,
+            )
+        return None
+    if kind == "all" or was_size == 1:
+        what = "the global state" if kind == "all" else "the state of one process"
+        fix = "call sm.nn.resume_state_dict(model, state_dict) before loading"
+    else:
+        what = f"rank {was_rank}'s own state of a world of {was_size}"
+        fix = "save with sm.nn.reduce_state_dict on every rank, then resume with sm.nn.resume_state_dict"
+    return (f"the checkpoint holds {what}; loaded on rank {rank} of {size} it would count samples twice or "
+            f"leave some out: {fix}")
 
 
 def _kind_kept(fn: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:
@@ -264,8 +352,10 @@ def reduce_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, A
 
     found = dict(_statefuls(module))
     reduced = reduce({prefix: s.metric for prefix, s in found.items()})
+    size = _participant()[1]
     for prefix, m in reduced.items():
         state_dict.update({prefix + k: v for k, v in m.state_dict().items()})
+        state_dict[prefix + _HOLDS] = _mark("all", None, size)
 
 
 def resume_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, Any], rank: int | None = None) -> None:
@@ -298,11 +388,18 @@ def resume_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, A
                 f"sm.nn.resume_state_dict: the reducer in scope ({reducer!r}) does not say this participant's rank; "
                 "pass rank= explicitly"
             )
-    if rank == 0:
-        return
     for prefix, s in _statefuls(module):
-        empty = _placed(s.metric.reset(), s.metric)
-        state_dict.update({prefix + k: v for k, v in empty.state_dict().items()})
+        kind, was_rank, was_size = _read_mark(state_dict.get(prefix + _HOLDS))
+        if kind == "rank" and (was_size or 1) > 1:
+            raise ValueError(
+                f"sm.nn.resume_state_dict: {prefix[:-1] or 'the Stateful'} holds rank {was_rank}'s own state of a "
+                f"world of {was_size}, not the global one; save with reduce_state_dict (every rank, before the "
+                "checkpoint is written) to resume at any world size"
+            )
+        if rank != 0:
+            empty = _placed(s.metric.reset(), s.metric)
+            state_dict.update({prefix + k: v for k, v in empty.state_dict().items()})
+        state_dict[prefix + _HOLDS] = _mark("share", None, None)
 
 
 def size_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, Any], metadata: Any, prefix: str = ""

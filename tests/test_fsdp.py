@@ -75,6 +75,23 @@ def _sharded(mesh: Any) -> _Net:
     return net
 
 
+def forgetful_body(rank: int, path: str) -> None:
+    """The DCP round trip without reduce_state_dict and resume_state_dict: refused where it would be wrong."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (2,))
+    net = _sharded(mesh)
+    _feed(net, BEFORE[rank])
+    dcp.save(get_model_state_dict(net), checkpoint_id=path)  # DCP keeps one rank's copy of each plain tensor
+    fresh = _sharded(mesh)
+    state = get_model_state_dict(fresh)
+    size_state_dict(fresh, state, dcp.FileSystemReader(path).read_metadata())
+    dcp.load(state, checkpoint_id=path)
+    set_model_state_dict(fresh, state)
+
+
 def fsdp_body(rank: int, path: str) -> tuple[Any, list[str]]:
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
@@ -106,14 +123,23 @@ def test_an_fsdp2_model_resumes_its_metrics_from_a_dcp_checkpoint_exactly(tmp_pa
     for value, keys in results:
         assert_close(value, truth)
         assert [k for k in keys if not k.startswith("lin.")] == [
-            "metrics.acc.stats.counts", "metrics.auroc.counts", "metrics.auroc.preds", "metrics.auroc.target",
-            "mse.sum_squared_error", "mse.total"]
+            "metrics._extra_state", "metrics.acc.stats.counts", "metrics.auroc.counts", "metrics.auroc.preds",
+            "metrics.auroc.target", "mse._extra_state", "mse.sum_squared_error", "mse.total"]
+
+
+def test_a_dcp_checkpoint_of_unreduced_metrics_is_refused_on_load(tmp_path: Path) -> None:
+    from conftest import gloo_world
+
+    results = gloo_world(2).results(forgetful_body, str(tmp_path / "ckpt"))
+    errors = [str(err) for ok, err in results if not ok]
+    assert errors, "every rank loaded one rank's metric states"
+    assert all("own state of a world of 2" in e and "sm.nn.reduce_state_dict" in e for e in errors), errors
 
 
 def test_state_dict_keys_resolve_by_getattr_one_component_at_a_time() -> None:
     s = Stateful(sm.Collection(acc=smc.MulticlassAccuracy(C), auroc=smc.MulticlassAUROC(C)))
     s.update(torch.tensor([[0.2, 0.5, 0.3]]), torch.tensor([1]))
-    for key, value in s.state_dict().items():  # what get_model_state_dict does with every key
+    for key, value in s.metric.state_dict().items():  # what get_model_state_dict does with every key but the mark
         assert torch.equal(functools.reduce(getattr, key.split("."), s), value), key
     assert isinstance(s.update, type(s.compute))  # module attributes come first
     assert not hasattr(s, "missing")

@@ -66,7 +66,7 @@ def test_update_folds_in_place_and_forward_returns_the_batch_value() -> None:
         assert torch.equal(s.compute(), sm.BinaryAccuracy().update(scores, labels).compute())
     assert isinstance(s.metric, sm.BinaryAccuracy) and not s.metric._reduced
     s.reset()
-    assert all(int(v) == 0 for v in s.state_dict().values())
+    assert all(int(v) == 0 for v in s.metric.state_dict().values())
 
 
 def test_update_takes_mask_like_the_metric() -> None:
@@ -175,11 +175,11 @@ def test_states_move_to_meta_with_the_module_and_reset_there() -> None:
     model = Evaluated()
     model.fold(scores, labels, loss)
     model.to("meta")
-    leaves = list(model.metrics["val"].state_dict().values())
+    leaves = list(model.metrics["val"].metric.state_dict().values())
     assert leaves and all(t.device.type == "meta" for t in leaves)
     assert model.metrics["val"].state_dict()["acc.stats.tp"].dtype == torch.int64
     model.metrics["val"].reset()
-    assert all(t.device.type == "meta" for t in model.metrics["val"].state_dict().values())
+    assert all(t.device.type == "meta" for t in model.metrics["val"].metric.state_dict().values())
 
 
 def test_meta_initialized_module_loads_with_assign() -> None:
@@ -215,7 +215,9 @@ def test_state_dict_holds_the_metric_s_paths_under_the_module_s_prefix() -> None
     model.fold(scores, labels, loss)
     keys = list(model.state_dict())
     val = [f"metrics.val.{k}" for k in model.metrics["val"].metric.state_dict()]
-    assert keys == ["net.weight", "net.bias", *val, "metrics.loss.mean_value", "metrics.loss.weight"]
+    assert keys == ["net.weight", "net.bias", "metrics.val._extra_state", *val,
+                    "metrics.loss._extra_state", "metrics.loss.mean_value", "metrics.loss.weight"]
+    assert torch.equal(model.state_dict()["metrics.val._extra_state"], torch.tensor([0, 0, 1]))  # rank 0's of 1
     assert model.state_dict()["metrics.val.auroc.preds"].shape == (101,)
 
 
@@ -255,7 +257,7 @@ def test_a_bad_checkpoint_is_refused_and_loads_nothing() -> None:
     result = Evaluated().load_state_dict(missing, strict=False)  # loads nothing of that metric, says so
     assert result.missing_keys == ["metrics.val.acc.stats.fn"]
     # and its keys the checkpoint holds are named too: they were not loaded either (before, only the absent key was)
-    val = {k for k in good if k.startswith("metrics.val.")} - {"metrics.val.acc.stats.fn"}
+    val = {k for k in good if k.startswith("metrics.val.")} - {"metrics.val.acc.stats.fn", "metrics.val._extra_state"}
     assert val and set(result.unexpected_keys) == val
 
     extra = {**good, "metrics.val.acc.bogus": torch.tensor(1)}
@@ -285,7 +287,11 @@ def test_deepcopy_and_pickle_give_independent_modules() -> None:
 def test_module_dict_and_repr() -> None:
     d = torch.nn.ModuleDict({"a": sm.Stateful(sm.Sum()), "b": sm.Stateful(sm.Max())})
     d["a"].update(torch.tensor([1.0, 2.0]))
-    assert dict(d.state_dict()) == {"a.sum_value": torch.tensor(3.0), "b.max_value": torch.tensor(float("-inf"))}
+    mark = torch.tensor([0, 0, 1])  # this process's own states (rank 0 of a world of 1)
+    want = {"a._extra_state": mark, "a.sum_value": torch.tensor(3.0),
+            "b._extra_state": mark, "b.max_value": torch.tensor(float("-inf"))}
+    got = d.state_dict()
+    assert list(got) == list(want) and all(torch.equal(got[k], v) for k, v in want.items())
     assert "Stateful(Sum(" in repr(d)
 
 
@@ -334,15 +340,68 @@ def test_rank_zero_s_checkpoint_resumes_to_the_one_process_value(world: Any) -> 
     for val, mean in world.run(resume_body, 2, blob, 2, 2):
         assert_close(val, one_process(scores, labels))
         assert_close(mean, loss.mean())
-    # without resume_state_dict every rank would hold the checkpoint's samples: counted twice
-    saved = sum(len(range(101)[halves(r, 2)[0]]) for r in range(2))
-    assert world.run(count_after_plain_load, 2, blob) == [2 * saved, 2 * saved]
+    # without resume_state_dict every rank would hold the checkpoint's samples, counted twice: refused on each
+    for ok, err in world.results(plain_load, 2, blob):
+        assert not ok and isinstance(err, RuntimeError)
+        assert "metrics.loss: the checkpoint holds the global state" in str(err)
+        assert "sm.nn.resume_state_dict" in str(err)
 
 
-def count_after_plain_load(rank: int, blob: bytes) -> int:
+def plain_load(rank: int, blob: bytes) -> None:
+    Evaluated().load_state_dict(torch.load(io.BytesIO(blob), weights_only=True))
+
+
+def own_file_body(rank: int) -> tuple[bytes, Any]:
+    """Every rank saves its own unreduced state (no reduce_state_dict)."""
+    scores, labels, loss = data()
     model = Evaluated()
-    model.load_state_dict(torch.load(io.BytesIO(blob), weights_only=True))
-    return int(model.metrics["loss"].metric.reduce().weight)
+    before, _ = halves(rank, 2)
+    model.fold(scores[before], labels[before], loss[before])
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    return buf.getvalue(), model.metrics["val"].compute()
+
+
+def load_body(rank: int, blobs: list[bytes], resume: bool = False, compute: bool = True) -> Any:
+    """Load this rank's file (the only one if there is one), and compute (a collective) if asked."""
+    model = Evaluated()
+    checkpoint = torch.load(io.BytesIO(blobs[rank % len(blobs)]), weights_only=True)
+    if resume:
+        resume_state_dict(model, checkpoint)
+    model.load_state_dict(checkpoint)
+    return model.metrics["val"].compute() if compute else None
+
+
+def test_each_rank_loads_its_own_file_and_refuses_another_rank_s(world: Any) -> None:
+    saved = world.run(own_file_body, 2)
+    blobs, values = [b for b, _ in saved], [v for _, v in saved]
+    for got, want in zip(world.run(load_body, 2, blobs), values):  # each its own: the state it had
+        assert_close(got, want)
+    results = world.results(load_body, 2, blobs[:1], False, False)  # rank 0's file on both ranks
+    assert results[0][0]
+    ok, err = results[1]
+    assert not ok and "the checkpoint holds rank 0's own state of a world of 2; loaded on rank 1 of 2" in str(err)
+    for ok, err in world.results(load_body, 2, blobs[:1], True, False):  # resume_state_dict cannot make it global
+        assert not ok and isinstance(err, ValueError) and "save with reduce_state_dict" in str(err)
+
+
+def test_one_process_s_checkpoint_resumes_on_many_ranks_only_through_resume_state_dict(world: Any) -> None:
+    scores, labels, loss = data()
+    model = Evaluated()
+    model.fold(scores, labels, loss)  # one process saw everything
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    blob = buf.getvalue()
+    for ok, err in world.results(load_body, 2, [blob], False, False):
+        assert not ok and "the checkpoint holds the state of one process" in str(err)
+    for got in world.run(load_body, 2, [blob], True):
+        assert_close(got, one_process(scores, labels))
+
+
+def test_one_process_loading_one_rank_s_own_state_is_warned() -> None:
+    blob = sm.simulate(own_file_body, 2)[1][0]
+    with pytest.warns(UserWarning, match="rank 1's own state of a world of 2 into one process"):
+        load_body(0, [blob])
 
 
 def test_the_checkpoint_resumes_at_another_world_size() -> None:
