@@ -536,7 +536,15 @@ class Metric:
             {'a.mean_value': tensor(0.), 'a.weight': tensor(0.)}
         """
         paths, leaves, _ = tree.flatten_with_path(self)
-        return {p: compact(t) for p, t in zip(paths, leaves)}
+        out, seen = {}, set()
+        for p, t in zip(paths, leaves):
+            t = compact(t)
+            memory = t.untyped_storage().data_ptr()  # 0 for empty and meta tensors: nothing to share
+            if memory and memory in seen:  # one state at two paths (members sharing one count):
+                t = t.clone()  # each key its own memory, as safetensors requires
+            seen.add(memory)
+            out[p] = t
+        return out
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickle (and torch.save) the states alone, not the spare capacity of cat buffers.
@@ -584,6 +592,11 @@ class Metric:
                     f"{name}.load_state_dict: {key!r} has shape {tuple(t.shape)}, expected {tuple(old.shape)}"
                 )
             new.append(t.to(old.device))
+        first: dict[int, int] = {}
+        for i, old in enumerate(leaves):  # a state two members hold here (one count) is saved once per key:
+            j = first.setdefault(id(old), i)
+            if j != i and torch.equal(new[j], new[i]):
+                new[i] = new[j]  # held once again, so they go on counting once
         return cast(M, tree.unflatten(spec, new))._with_mark(False)
 
     def __repr__(self) -> str:

@@ -68,6 +68,42 @@ def test_state_dict_round_trips_through_torch_save(entry: Entry) -> None:
     assert_same_state(state_of(feed(back, arrays, slice(12, 20))), state_of(feed(m, arrays, slice(12, 20))))
 
 
+@pytest.mark.parametrize("entry", CATALOGUE, ids=IDS)
+def test_state_dict_round_trips_through_safetensors(entry: Entry) -> None:
+    """safetensors (Hugging Face's default format) refuses tensors sharing memory, such as one count at two keys."""
+    from safetensors.torch import load as st_load
+    from safetensors.torch import save as st_save
+
+    arrays = data(entry.kind, 20, seed=5)
+    m = feed(entry.make(), arrays, slice(0, 12))
+    back = entry.make().load_state_dict(st_load(st_save(m.state_dict())))
+    assert_same_state(state_of(back), state_of(m))
+    with sm.use_reducer(sm.local()):
+        assert_close(back.compute(), m.compute(), atol=0, rtol=0)
+
+
+def test_members_sharing_one_count_save_to_safetensors_and_count_once_after_loading() -> None:
+    from safetensors.torch import load as st_load
+    from safetensors.torch import save as st_save
+
+    def scores() -> sm.Collection:
+        return sm.Collection(acc=smc.MulticlassAccuracy(3), f1=smc.MulticlassF1Score(3),
+                             recall=smc.MulticlassRecall(3, average="micro"))
+
+    arrays = data("multiclass", 40, seed=2)
+    c = scores().update(*arrays)
+    assert c["acc"].stats is c["f1"].stats  # one count for the members of one configuration
+    state = c.state_dict()
+    assert state["acc.stats.counts"] is not state["f1.stats.counts"]  # each key its own memory
+    for loaded in (st_load(st_save(state)), load(save(c))):
+        back = scores().load_state_dict(loaded)
+        assert back["acc"].stats.counts is back["f1"].stats.counts  # held once again
+        after = back.update(*arrays)
+        assert after["acc"].stats is after["f1"].stats  # and counted once
+        with sm.use_reducer(sm.local()):
+            assert_close(after.compute(), c.update(*arrays).compute(), atol=0, rtol=0)
+
+
 def test_a_reduced_metric_s_state_dict_loads_unreduced() -> None:
     m = sm.Sum().update(torch.tensor([2.0])).reduce()
     back = sm.Sum().load_state_dict(m.state_dict())
