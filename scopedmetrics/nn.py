@@ -249,7 +249,8 @@ def _refusal(held: Any, here: tuple[int | None, int | None]) -> str | None:
         return None
     if kind == "all" or was_size == 1:
         what = "the global state" if kind == "all" else "the state of one process"
-        fix = "call sm.nn.resume_state_dict(model, state_dict) before loading"
+        fix = ("call sm.nn.resume_state_dict(model, state_dict) before loading (or load under "
+               "sm.use_reducer(sm.local()) to use it in this process alone)")
     else:
         what = f"rank {was_rank}'s own state of a world of {was_size}"
         fix = "save with sm.nn.reduce_state_dict on every rank, then resume with sm.nn.resume_state_dict"

@@ -345,10 +345,16 @@ def test_rank_zero_s_checkpoint_resumes_to_the_one_process_value(world: Any) -> 
         assert not ok and isinstance(err, RuntimeError)
         assert "metrics.loss: the checkpoint holds the global state" in str(err)
         assert "sm.nn.resume_state_dict" in str(err)
+    saved = sum(len(range(101)[halves(r, 2)[0]]) for r in range(2))
+    assert world.run(plain_load, 2, blob, True) == [saved, saved]  # under local(): the whole state, here alone
 
 
-def plain_load(rank: int, blob: bytes) -> None:
-    Evaluated().load_state_dict(torch.load(io.BytesIO(blob), weights_only=True))
+def plain_load(rank: int, blob: bytes, alone: bool = False) -> int:
+    """Load rank 0's global checkpoint without resume_state_dict; ``alone``: for this process's own use."""
+    model = Evaluated()
+    with sm.use_reducer(sm.local() if alone else sm.get_reducer()):
+        model.load_state_dict(torch.load(io.BytesIO(blob), weights_only=True))
+        return int(model.metrics["loss"].metric.reduce().weight)
 
 
 def own_file_body(rank: int) -> tuple[bytes, Any]:
