@@ -16,6 +16,8 @@ metrics computed in one process on the CPU:
 * ``subgroup``: ``sm.subgroup(task)`` (a split of the ranks; a new backend of the same kind);
 * ``async``: ``sm.compute(tree, async_op=True).wait()`` (a second backend, the caller's stream);
 * ``root``: ``sm.compute(tree, root=0)``;
+* ``dcp``: the metrics as ``Stateful`` modules of an FSDP2 model (``fully_shard``), saved with
+  ``torch.distributed.checkpoint`` and resumed into a fresh model (docs/distributed.md's three calls);
 * ``host reads``: the tensor data a checked ``update`` reads on the host, by default and inside
   ``sm.device_checks()`` (0 expected there on an accelerator; CPU tensors keep their checks);
 * ``bad batch``: on an accelerator, a child process feeds a label out of range inside
@@ -32,6 +34,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -101,6 +104,45 @@ def host_reads(device: torch.device) -> dict[str, list[int]]:
     return out
 
 
+def resumed(metrics: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    """The values of ``metrics`` after a DCP round trip inside an FSDP2 model (rank 0 resumes the global state)."""
+    import tempfile
+
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from scopedmetrics.nn import Stateful, reduce_state_dict, resume_state_dict, size_state_dict
+
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+
+    def model(held: dict[str, Any]) -> torch.nn.Module:
+        net = torch.nn.Module()
+        net.lin = torch.nn.Linear(4, 4, device=device)
+        net.metrics = torch.nn.ModuleDict({k: Stateful(m) for k, m in held.items()})
+        fully_shard(net.lin, mesh=mesh)
+        return fully_shard(net, mesh=mesh)
+
+    where = [tempfile.mkdtemp(prefix="sm_dcp_") if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(where, src=0)  # one directory for every rank (one machine)
+    net = model(metrics)
+    state = get_model_state_dict(net)
+    reduce_state_dict(net, state)
+    dcp.save(state, checkpoint_id=where[0])
+    fresh = model({k: m.reset() for k, m in metrics.items()})
+    state = get_model_state_dict(fresh)
+    size_state_dict(fresh, state, dcp.FileSystemReader(where[0]).read_metadata())
+    dcp.load(state, checkpoint_id=where[0])
+    resume_state_dict(fresh, state)
+    set_model_state_dict(fresh, state)
+    values = {k: s.compute() for k, s in fresh.metrics.items()}
+    dist.barrier()
+    if dist.get_rank() == 0:
+        shutil.rmtree(where[0])
+    return values
+
+
 def bad_batch() -> dict[str, Any]:
     """A label out of range inside ``sm.device_checks()`` on CUDA, in a child process (the assert ends its context)."""
     done = subprocess.run([sys.executable, "-c", BAD_BATCH], capture_output=True, text=True, timeout=300)
@@ -145,7 +187,7 @@ def _run(ex: Any, device: torch.device, opts: argparse.Namespace) -> int:
     overlapped = sm.compute(metrics, async_op=True).wait(timeout=120)
     rooted = sm.compute(metrics, root=0)
     found = {"sync": ex.flat(sync), "subgroup": ex.flat(per_task), "async": ex.flat(overlapped),
-             "root": ex.flat(rooted), "reads": host_reads(device)}
+             "root": ex.flat(rooted), "dcp": ex.flat(resumed(metrics, device)), "reads": host_reads(device)}
     reports: list[Any] = [None] * world
     dist.all_gather_object(reports, (ex.task_of(rank), found))
     if rank != 0:
@@ -153,7 +195,7 @@ def _run(ex: Any, device: torch.device, opts: argparse.Namespace) -> int:
     every = list(range(world))
     truth = ex.one_process(data, every, world)
     checks: dict[str, bool] = {}
-    for scope in ("sync", "async", "root"):
+    for scope in ("sync", "async", "root", "dcp"):
         checks[scope] = all(all(ex.same(r[1][scope][k], truth[k]) for k in truth) for r in reports)
     checks["subgroup"] = True
     for task, f in reports:
