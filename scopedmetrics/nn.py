@@ -14,8 +14,9 @@ that process has, so ``reduce_state_dict`` writes the *global* state into it
 associative with the empty state as identity, the resumed run's ``compute()``
 equals the uninterrupted run's at any world size (counts to the bit, floating
 sums up to the order of addition). Each ``Stateful`` saves whose samples its
-states hold (``_extra_state``), and a load that would count them twice or
-leave some out (those two calls forgotten) is refused.
+states hold (``_extra_state``); a model always loads, but a ``Stateful`` that
+loaded a state which would count samples twice or leave some out here (those
+two calls forgotten) refuses to update or compute from it until ``reset()``.
 """
 
 from __future__ import annotations
@@ -66,28 +67,40 @@ class Stateful(torch.nn.Module, Generic[M]):
                 "state) and cannot be updated; wrap the unreduced metric"
             )
         self._metric = metric
+        self._doubt: tuple[torch.Tensor, str] | None = None  # the mark and the reason of a state not to use
 
     @property
     def metric(self) -> M:
         """The immutable metric held now (the module's state)."""
+        self._usable()
         return self._metric
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Fold one batch in, in place (``metric.update``, ``mask=`` included)."""
+        self._usable()
         self._metric = self._metric.update(*args, **kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Fold one batch in and return that batch's own value, computed locally (``Metric.forward``)."""
+        self._usable()
         self._metric, value = self._metric.forward(*args, **kwargs)
         return value
 
     def compute(self) -> Any:
         """The value, reduced with the reducer in scope: a collective call outside ``sm.local()``."""
+        self._usable()
         return self._metric.compute()
 
     def reset(self) -> None:
         """Back to the empty state, each state on the device and in the floating dtype it had."""
         self._metric = _placed(self._metric.reset(), self._metric)
+        self._doubt = None
+
+    def _usable(self) -> None:
+        """Refuse to go on from a loaded state that would count samples twice or leave some out (``_refusal``)."""
+        doubt = self.__dict__.get("_doubt")
+        if doubt is not None:
+            raise RuntimeError(doubt[1])
 
     def __getattr__(self, name: str) -> Any:
         """A module attribute, else the state at a ``state_dict`` key (``"count"``) or its first components.
@@ -111,10 +124,12 @@ class Stateful(torch.nn.Module, Generic[M]):
         An int64 tensor ``[kind, rank, size]`` (``_mark``), so a checkpoint stays
         tensors only (``weights_only``, safetensors, DCP). ``reduce_state_dict``
         marks the global state instead and ``resume_state_dict`` a share to
-        resume from; loading refuses a state that would count samples twice or
-        leave some out (``_refusal``).
+        resume from. A state loaded where it would count samples twice or
+        leave some out (``_refusal``) keeps the mark it came with, and this
+        module refuses to update or compute from it until ``reset()``.
         """
-        return _mark("rank", *_participant())
+        doubt = self.__dict__.get("_doubt")
+        return doubt[0].clone() if doubt is not None else _mark("rank", *_participant())
 
     def set_extra_state(self, state: Any) -> None:
         """Nothing to set: ``_load_from_state_dict`` reads the mark before it loads any state."""
@@ -160,16 +175,20 @@ class Stateful(torch.nn.Module, Generic[M]):
             return  # and the keys it holds stay in unexpected_keys: they were not loaded either
         ours = {prefix + k for k in keys}
         unexpected_keys[before:] = [k for k in unexpected_keys[before:] if k not in ours]  # not params: ours
-        problem = _refusal(state_dict.get(marker), _participant())
-        if problem:  # refused whole, whatever strict says: a wrong count is never what was asked for
-            error_msgs.append(f"{prefix[:-1]}: {problem}" if prefix else problem)
-            return
         assign = bool(local_metadata.get("assign_to_params_buffers", False))
         loaded = {k: state_dict[prefix + k] for k in keys}
         try:
-            self._metric = _loaded(self._metric, loaded, assign)
+            metric = _loaded(self._metric, loaded, assign)
         except (TypeError, ValueError) as err:
             error_msgs.append(f"{prefix[:-1]}: {err}" if prefix else str(err))
+            return
+        held = state_dict.get(marker)
+        problem = None if metric._is_empty() else _refusal(held, _participant())  # empty: nothing to count twice
+        self._metric = metric
+        # the model loads (its weights are wanted), and a reset empties the state: only using it is refused
+        self._doubt = None
+        if problem is not None and isinstance(held, torch.Tensor):
+            self._doubt = (held.clone(), f"{prefix[:-1] or 'sm.Stateful'}: {problem}")
 
 
 class _StatePath:
@@ -254,8 +273,8 @@ def _refusal(held: Any, here: tuple[int | None, int | None]) -> str | None:
     else:
         what = f"rank {was_rank}'s own state of a world of {was_size}"
         fix = "save with sm.nn.reduce_state_dict on every rank, then resume with sm.nn.resume_state_dict"
-    return (f"the checkpoint holds {what}; loaded on rank {rank} of {size} it would count samples twice or "
-            f"leave some out: {fix}")
+    return (f"the checkpoint loaded here holds {what}; on rank {rank} of {size} its samples would count twice "
+            f"or be left out: {fix}, or reset() this module to start it empty")
 
 
 def _kind_kept(fn: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:
@@ -398,7 +417,7 @@ def resume_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, A
                 "checkpoint is written) to resume at any world size"
             )
         if rank != 0:
-            empty = _placed(s.metric.reset(), s.metric)
+            empty = _placed(s._metric.reset(), s._metric)
             state_dict.update({prefix + k: v for k, v in empty.state_dict().items()})
         state_dict[prefix + _HOLDS] = _mark("share", None, None)
 
@@ -429,7 +448,7 @@ def size_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, Any
     """
     found = getattr(metadata, "state_dict_metadata", metadata)
     for key_prefix, s in _statefuls(module):
-        for key, rows in zip(s.metric.state_dict(), _free_shape_leaves(s.metric)):
+        for key, rows in zip(s._metric.state_dict(), _free_shape_leaves(s._metric)):
             saved = found.get(prefix + key_prefix + key) if rows else None
             # a tensor, or torch.distributed.checkpoint's TensorStorageMetadata (size, properties.dtype)
             size: Any = saved.shape if isinstance(saved, torch.Tensor) else getattr(saved, "size", None)

@@ -343,18 +343,20 @@ def test_rank_zero_s_checkpoint_resumes_to_the_one_process_value(world: Any) -> 
     # without resume_state_dict every rank would hold the checkpoint's samples, counted twice: refused on each
     for ok, err in world.results(plain_load, 2, blob):
         assert not ok and isinstance(err, RuntimeError)
-        assert "metrics.loss: the checkpoint holds the global state" in str(err)
+        assert "metrics.val: the checkpoint loaded here holds the global state; on rank" in str(err)
         assert "sm.nn.resume_state_dict" in str(err)
     saved = sum(len(range(101)[halves(r, 2)[0]]) for r in range(2))
     assert world.run(plain_load, 2, blob, True) == [saved, saved]  # under local(): the whole state, here alone
 
 
 def plain_load(rank: int, blob: bytes, alone: bool = False) -> int:
-    """Load rank 0's global checkpoint without resume_state_dict; ``alone``: for this process's own use."""
+    """Load rank 0's global checkpoint without resume_state_dict and fold a batch; ``alone``: for one process."""
+    scores, labels, loss = data()
     model = Evaluated()
     with sm.use_reducer(sm.local() if alone else sm.get_reducer()):
-        model.load_state_dict(torch.load(io.BytesIO(blob), weights_only=True))
-        return int(model.metrics["loss"].metric.reduce().weight)
+        model.load_state_dict(torch.load(io.BytesIO(blob), weights_only=True))  # the weights load
+        model.fold(scores[:4], labels[:4], loss[:4])  # the metrics refuse to go on from a state counted twice
+        return int(model.metrics["loss"].metric.reduce().weight) - 4
 
 
 def own_file_body(rank: int) -> tuple[bytes, Any]:
@@ -368,13 +370,18 @@ def own_file_body(rank: int) -> tuple[bytes, Any]:
     return buf.getvalue(), model.metrics["val"].compute()
 
 
-def load_body(rank: int, blobs: list[bytes], resume: bool = False, compute: bool = True) -> Any:
-    """Load this rank's file (the only one if there is one), and compute (a collective) if asked."""
+def load_body(rank: int, blobs: list[bytes], resume: bool = False, compute: bool = True, reset: bool = False) -> Any:
+    """Load this rank's file (the only one if there is one), fold a batch, and compute (a collective) if asked."""
+    scores, labels, loss = data()
     model = Evaluated()
     checkpoint = torch.load(io.BytesIO(blobs[rank % len(blobs)]), weights_only=True)
     if resume:
         resume_state_dict(model, checkpoint)
-    model.load_state_dict(checkpoint)
+    model.load_state_dict(checkpoint)  # always loads: the weights are wanted
+    if reset:
+        model.metrics["val"].reset()
+        model.metrics["loss"].reset()
+    model.fold(scores[:0], labels[:0], loss[:0])  # where a loaded state would be used, it is refused
     return model.metrics["val"].compute() if compute else None
 
 
@@ -386,7 +393,9 @@ def test_each_rank_loads_its_own_file_and_refuses_another_rank_s(world: Any) -> 
     results = world.results(load_body, 2, blobs[:1], False, False)  # rank 0's file on both ranks
     assert results[0][0]
     ok, err = results[1]
-    assert not ok and "the checkpoint holds rank 0's own state of a world of 2; loaded on rank 1 of 2" in str(err)
+    assert not ok and "holds rank 0's own state of a world of 2; on rank 1 of 2 its samples" in str(err)
+    for got in world.run(load_body, 2, blobs[:1], False, True, True):  # reset after loading: empty, no doubt
+        assert_close(got, Evaluated().metrics["val"].metric.compute())
     for ok, err in world.results(load_body, 2, blobs[:1], True, False):  # resume_state_dict cannot make it global
         assert not ok and isinstance(err, ValueError) and "save with reduce_state_dict" in str(err)
 
@@ -399,9 +408,27 @@ def test_one_process_s_checkpoint_resumes_on_many_ranks_only_through_resume_stat
     torch.save(model.state_dict(), buf)
     blob = buf.getvalue()
     for ok, err in world.results(load_body, 2, [blob], False, False):
-        assert not ok and "the checkpoint holds the state of one process" in str(err)
+        assert not ok and "holds the state of one process" in str(err)
     for got in world.run(load_body, 2, [blob], True):
         assert_close(got, one_process(scores, labels))
+
+
+def emptied_body(rank: int) -> bytes:
+    """A rank's checkpoint written after its metrics were reset (an epoch end): empty states."""
+    scores, labels, loss = data()
+    model = Evaluated()
+    model.fold(scores, labels, loss)
+    model.metrics["val"].reset()
+    model.metrics["loss"].reset()
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    return buf.getvalue()
+
+
+def test_a_checkpoint_of_empty_states_resumes_on_any_rank(world: Any) -> None:
+    blob = world.run(emptied_body, 2)[0]  # rank 0's, loaded on both: nothing in it to count twice
+    for got in world.run(load_body, 2, [blob]):
+        assert_close(got, Evaluated().metrics["val"].metric.compute())
 
 
 def test_one_process_loading_one_rank_s_own_state_is_warned() -> None:
