@@ -1,4 +1,4 @@
-"""Metrics inside an FSDP2 model (``fully_shard``), checkpointed with ``torch.distributed.checkpoint``.
+"""Metrics inside an FSDP2 (``fully_shard``) or DDP model, checkpointed with ``torch.distributed.checkpoint``.
 
 ``get_model_state_dict`` walks every key of the model's state dict by
 ``getattr``, one dotted component at a time: a model holding a ``Stateful``
@@ -135,6 +135,34 @@ def test_a_dcp_checkpoint_of_unreduced_metrics_is_refused_after_loading(tmp_path
     errors = [str(err) for ok, err in results if not ok]
     assert errors, "every rank loaded one rank's metric states"
     assert all("own state of a world of 2" in e and "sm.nn.reduce_state_dict" in e for e in errors), errors
+
+
+def ddp_body(rank: int, path: str) -> Any:
+    """The same round trip under DDP, through the module DDP wraps (DCP renames only parameters and buffers)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+
+    net = torch.nn.parallel.DistributedDataParallel(_Net())
+    _feed(net.module, BEFORE[rank])
+    state = get_model_state_dict(net.module)
+    reduce_state_dict(net.module, state)
+    dcp.save(state, checkpoint_id=path)
+    fresh = torch.nn.parallel.DistributedDataParallel(_Net())
+    state = get_model_state_dict(fresh.module)
+    size_state_dict(fresh.module, state, dcp.FileSystemReader(path).read_metadata())
+    dcp.load(state, checkpoint_id=path)
+    resume_state_dict(fresh.module, state)
+    set_model_state_dict(fresh.module, state)
+    _feed(fresh.module, AFTER[rank])
+    return fresh.module.metrics.compute(), fresh.module.mse.compute()
+
+
+def test_a_ddp_model_resumes_its_metrics_from_a_dcp_checkpoint_exactly(tmp_path: Path) -> None:
+    from conftest import gloo_world
+
+    truth = _truth()
+    for value in gloo_world(2).run(ddp_body, str(tmp_path / "ckpt")):
+        assert_close(value, truth)
 
 
 def test_state_dict_keys_resolve_by_getattr_one_component_at_a_time() -> None:
