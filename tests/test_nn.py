@@ -413,6 +413,31 @@ def test_one_process_s_checkpoint_resumes_on_many_ranks_only_through_resume_stat
         assert_close(got, one_process(scores, labels))
 
 
+def doubted_body(rank: int, blob: bytes) -> tuple[str, bool, bool]:
+    """Rank 1 loads rank 0's own checkpoint: what it refuses, what it saves, and whether reset() clears it."""
+    model = Evaluated()
+    model.load_state_dict(torch.load(io.BytesIO(blob), weights_only=True))
+    s = model.metrics["val"]
+    if rank == 0:
+        return "", True, True
+    with pytest.raises(RuntimeError, match="holds rank 0's own state of a world of 2") as refused:
+        s.metric  # noqa: B018 - reading the metric is refused too: it could be reduced or saved elsewhere
+    with pytest.raises(RuntimeError):
+        s.compute()
+    again = model.state_dict()["metrics.val._extra_state"]  # saved again, it keeps the mark it came with
+    kept = torch.equal(again, torch.tensor([0, 0, 2]))
+    s.reset()
+    cleared = torch.equal(model.state_dict()["metrics.val._extra_state"], torch.tensor([0, 1, 2]))
+    return str(refused.value), kept, cleared and s.metric._is_empty()
+
+
+def test_a_doubted_state_is_refused_saved_with_its_mark_and_cleared_by_reset() -> None:
+    blob = sm.simulate(own_file_body, 2)[0][0]
+    results = sm.simulate(lambda r: doubted_body(r, blob), 2)
+    message, kept, cleared = results[1]
+    assert message.startswith("metrics.val: the checkpoint loaded here holds rank 0's own state") and kept and cleared
+
+
 def emptied_body(rank: int) -> bytes:
     """A rank's checkpoint written after its metrics were reset (an epoch end): empty states."""
     scores, labels, loss = data()
