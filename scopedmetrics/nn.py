@@ -71,7 +71,7 @@ class Stateful(torch.nn.Module, Generic[M]):
 
     @property
     def metric(self) -> M:
-        """The immutable metric held now (the module's state)."""
+        """The immutable metric held now (the module's state); refused while it holds a doubted checkpoint's state."""
         self._usable()
         return self._metric
 
@@ -113,7 +113,10 @@ class Stateful(torch.nn.Module, Generic[M]):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            found = _StatePath(self.__dict__["_metric"].state_dict()).get(name) if "_metric" in self.__dict__ else None
+            if "_metric" not in self.__dict__:
+                raise
+            paths, leaves, _ = tree.flatten_with_path(self.__dict__["_metric"])  # the leaves as held: no copies
+            found = _StatePath(dict(zip(paths, leaves))).get(name)
             if found is None:
                 raise
             return found
