@@ -168,7 +168,7 @@ _GROWTH = 1.5
 _compiling: Callable[[], bool] = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
 
-def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
+def append(rows: torch.Tensor, batch: torch.Tensor, *, cast: bool = False) -> torch.Tensor:
     """``rows`` with ``batch`` appended along dim 0: how every ``cat`` state grows.
 
     Amortized: ``rows`` is a prefix view of a buffer with spare capacity, and
@@ -177,6 +177,9 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
     append to the same prefix (a branch) copies. Capacity grows by 1.5x. A
     batch of a wider dtype (float64 after float32, floats after integers)
     widens the rows, as ``torch.cat`` promotes; a narrower one is cast up.
+    ``cast=True`` keeps ``rows``' dtype whatever the batch's (as
+    ``batch.to(rows.dtype)`` would, in the same copy): for rows whose dtype is
+    part of what they mean, such as 0/1 labels kept as uint8.
 
     Examples:
         >>> from scopedmetrics.state import append
@@ -188,7 +191,7 @@ def append(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
         [1.0, 2.0, 0.5]
     """
     batch = _rows_of(rows, batch)
-    return rows if batch.shape[0] == 0 else _extend(rows, batch)
+    return rows if batch.shape[0] == 0 else _extend(rows, batch, cast)
 
 
 def _rows_of(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
@@ -200,25 +203,29 @@ def _rows_of(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
         )
     if batch.requires_grad:
         batch = batch.detach()
+    if batch.ndim == 1 and rows.ndim == 1:  # the common case: 1-d rows after 1-d rows need no shape check
+        return batch
     if batch.ndim == 0:
         batch = batch.reshape(1)
-    multi = batch.ndim > 1 or rows.ndim > 1  # 1-d rows after 1-d rows need no shape check
-    if multi and batch.shape[0] and not is_empty_cat(rows) and batch.shape[1:] != rows.shape[1:]:
+    if batch.shape[0] and not is_empty_cat(rows) and batch.shape[1:] != rows.shape[1:]:
         raise ValueError(
             f"cannot append rows of shape {tuple(batch.shape[1:])} to rows of shape {tuple(rows.shape[1:])}"
         )
     return batch
 
 
-def _extend(rows: torch.Tensor, batch: torch.Tensor) -> torch.Tensor:
+def _extend(rows: torch.Tensor, batch: torch.Tensor, cast: bool) -> torch.Tensor:
     """``rows`` followed by ``batch``, in ``rows``' spare capacity when this prefix still owns it."""
-    k = batch.shape[0]
-    if is_empty_cat(rows):
-        return _grow(batch[:0], batch, batch.dtype)
-    wider = torch.promote_types(rows.dtype, batch.dtype)
-    if wider != rows.dtype:  # a wider batch widens the rows, as torch.cat would: nothing is rounded on the way in
-        return _grow(rows, batch, wider)
-    n, base = rows.shape[0], _buffer(rows)
+    n, k = rows.shape[0] if rows.ndim else 0, batch.shape[0]
+    if n == 0:
+        return _grow(batch[:0], batch, rows.dtype if cast else batch.dtype)
+    if rows.dtype != batch.dtype and not cast:
+        wider = torch.promote_types(rows.dtype, batch.dtype)
+        if wider != rows.dtype:  # a wider batch widens the rows, as torch.cat would: nothing is rounded on the way in
+            return _grow(rows, batch, wider)
+    base = rows._base
+    if base is None:
+        base = rows.__dict__.get("_sm_buffer")  # an inference tensor's buffer (``_prefix``)
     if (
         base is not None
         and rows.data_ptr() == base.data_ptr()
@@ -251,12 +258,6 @@ def _prefix(base: torch.Tensor, n: int) -> torch.Tensor:
     if view._base is None:  # inference tensors (torch.inference_mode) track no views: keep the buffer ourselves
         view._sm_buffer = base  # type: ignore[attr-defined]
     return view
-
-
-def _buffer(rows: torch.Tensor) -> torch.Tensor | None:
-    """The growing buffer ``rows`` is a prefix view of, if it is one."""
-    base = rows._base
-    return base if base is not None else rows.__dict__.get("_sm_buffer")
 
 
 def compact(t: torch.Tensor) -> torch.Tensor:

@@ -77,6 +77,27 @@ def test_a_wider_batch_widens_the_rows_as_torch_cat_promotes() -> None:
     assert ints.tolist() == [1, 2] and ints.dtype == torch.int64  # and what was there is left as it was
 
 
+def test_cast_keeps_the_rows_dtype_in_the_copy_itself() -> None:
+    # 0/1 labels kept as uint8: the batch's int64, bool or whole-number floats are converted as .to would
+    empty = torch.empty(0, dtype=torch.uint8)
+    rows = append(empty, torch.tensor([1, 0]), cast=True)
+    rows = append(rows, torch.tensor([True]), cast=True)
+    rows = append(rows, torch.tensor([0.0, 1.0]), cast=True)
+    branch = append(rows[:2], torch.tensor([1]), cast=True)  # a branch copies, still in uint8
+    assert rows.dtype == branch.dtype == torch.uint8
+    assert rows.tolist() == [1, 0, 1, 0, 1] and branch.tolist() == [1, 0, 1]
+    assert append(rows, torch.tensor([1])).dtype == torch.int64  # without cast a wider batch widens
+
+
+def test_binary_curve_labels_stay_uint8_whatever_the_target_dtype() -> None:
+    scores = torch.tensor([[0.1, 0.8], [0.6, 0.3], [0.2, 0.7]])
+    m = sm.classification.BinaryAUROC()
+    for s, target in zip(scores, (torch.tensor([0, 1]), torch.tensor([True, False]), torch.tensor([1.0, 0.0]))):
+        m = m.update(s, target)
+    assert m.target.dtype == torch.uint8 and m.target.tolist() == [0, 1, 1, 0, 1, 0]
+    assert m.compute().item() == pytest.approx(6 / 9)  # 6 of the 9 (positive, negative) pairs in order
+
+
 def test_append_from_many_threads_to_one_prefix_keeps_every_branch_intact() -> None:
     base = append(torch.empty(0), torch.zeros(4))
     out: dict[int, torch.Tensor] = {}

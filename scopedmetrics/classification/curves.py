@@ -67,7 +67,7 @@ from scopedmetrics.classification.inputs import (
 )
 from scopedmetrics.classification.signature import positional
 from scopedmetrics.metric import Metric
-from scopedmetrics.state import state, static
+from scopedmetrics.state import append, state, static
 
 Curve = tuple[Tensor, Tensor, Tensor]
 B = TypeVar("B", bound="_BinaryCurve")
@@ -442,7 +442,8 @@ class _BinaryCurve(_Curve):
             return self.replace(counts=_binned(self.counts, scores, target.long(), self.thresholds, keep))
         if keep is not None:
             preds, target, extremes = preds[keep], target[keep], None
-        return self.append(preds=_scores(preds, self.normalization, extremes), target=target.to(torch.uint8))
+        scores = _scores(preds, self.normalization, extremes)  # the labels become uint8 in the copy itself
+        return self._rebuild({"preds": append(self.preds, scores), "target": append(self.target, target, cast=True)})
 
     def _columns(self) -> tuple[Tensor, Tensor, None]:
         return self.preds.unsqueeze(1), (self.target == 1).unsqueeze(1), None
