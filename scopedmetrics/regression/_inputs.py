@@ -144,7 +144,8 @@ def pair(
             f"but `{names[1]}` has shape {tuple(b.shape)}"
         )
     if layout == "flat":
-        a, b = a.reshape(-1), b.reshape(-1)
+        if a.ndim != 1:  # a reshape of 1-d rows is a no-op that still costs about 1 µs a tensor
+            a, b = a.reshape(-1), b.reshape(-1)
     elif layout == "outputs":
         d = owner.num_outputs  # type: ignore[attr-defined]
         ok = (a.ndim == 2 and a.shape[1] == d) or (d == 1 and a.ndim == 1)
@@ -154,7 +155,8 @@ def pair(
                 f"{where(owner)}: argument `{names[0]}` has shape {tuple(a.shape)} "
                 f"but num_outputs={d} expects {expected}"
             )
-        a, b = a.reshape(-1, d), b.reshape(-1, d)
+        if a.ndim == 1:
+            a, b = a.reshape(-1, d), b.reshape(-1, d)
     elif a.ndim != 2:
         raise ValueError(f"{where(owner)}: argument `{names[0]}` has shape {tuple(a.shape)}; expected (N, D)")
     dtype = batch_dtype(like, a, b) if exact else like.dtype
