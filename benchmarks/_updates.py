@@ -26,7 +26,7 @@ from _common import compare, ratio, table
 import scopedmetrics as sm
 import scopedmetrics.classification as sm_classification
 from scopedmetrics.classification import BinaryAUROC, MulticlassAccuracy, MulticlassF1Score
-from scopedmetrics.regression import MeanSquaredError
+from scopedmetrics.regression import MeanSquaredError, PearsonCorrCoef, R2Score
 
 C = 10  # classes
 _MSE = torch.ops.aten.mse_loss.default  # (input, target, reduction): 2 is sum
@@ -105,6 +105,55 @@ def _floor_mse(x: torch.Tensor, y: torch.Tensor) -> tuple[Impl, Callable[[], tup
         total.add_(x.numel())
 
     return Impl(step), lambda: (sse, total)
+
+
+def _floor_moments(x: torch.Tensor, y: torch.Tensor, co: bool) -> tuple[Impl, Callable[[], dict[str, torch.Tensor]]]:
+    """float64 raw sums, extremes and (R2) the residual sum of squares, or (Pearson) the cross sum.
+
+    Raw sums of squares are the least work (one ``dot`` each), not the most accurate: the
+    metrics keep centred moments, which stay exact for data far from zero.
+    """
+    z = {k: torch.zeros((), dtype=torch.float64) for k in ("n", "t", "tt", "rss", "p", "pp", "pt")}
+    ext = {k: torch.full((), v, dtype=torch.float64) for k, v in
+           (("tlo", float("inf")), ("thi", -float("inf")), ("plo", float("inf")), ("phi", -float("inf")))}
+
+    def extremes(v: torch.Tensor, lo: str, hi: str) -> None:
+        a, b = torch.aminmax(v)
+        torch.minimum(ext[lo], a, out=ext[lo])
+        torch.maximum(ext[hi], b, out=ext[hi])
+
+    def step() -> None:
+        p, t = x.double(), y.double()
+        z["n"].add_(t.shape[0])
+        z["t"].add_(t.sum())
+        z["tt"].add_(t.dot(t))
+        extremes(t, "tlo", "thi")
+        if not co:
+            z["rss"].add_(_MSE(p, t, 2))
+            return
+        z["p"].add_(p.sum())
+        z["pp"].add_(p.dot(p))
+        z["pt"].add_(p.dot(t))
+        extremes(p, "plo", "phi")
+
+    def state() -> dict[str, torch.Tensor]:
+        n = z["n"]
+        m2t = z["tt"] - z["t"] * z["t"] / n
+        if not co:
+            return {"mean": z["t"] / n, "m2": m2t, "low": ext["tlo"], "high": ext["thi"], "rss": z["rss"]}
+        return {"mean": torch.stack([z["p"], z["t"]]) / n, "m2": torch.stack([z["pp"] - z["p"] * z["p"] / n, m2t]),
+                "low": torch.stack([ext["plo"], ext["tlo"]]), "high": torch.stack([ext["phi"], ext["thi"]]),
+                "comoment": z["pt"] - z["p"] * z["t"] / n}
+
+    return Impl(step), state
+
+
+def _agree_moments(m: sm.Metric, floor: Impl, state: Callable[[], dict[str, torch.Tensor]]) -> None:
+    floor.step()
+    for f, want in state().items():
+        got = getattr(m, f).reshape(want.shape)
+        if not torch.allclose(got, want, rtol=1e-9, atol=1e-9):
+            raise AssertionError(f"floor disagrees with {type(m).__name__}.{f}: {want} vs {got}")
 
 
 def _floor_mean(x: torch.Tensor) -> tuple[Impl, Callable[[], tuple[torch.Tensor, ...]]]:
@@ -187,6 +236,15 @@ def cases(n: int, number: int, repeat: int) -> list[Case]:
             "floor": floor, "sm": _sm(m, x, y), "tm": _tm(torchmetrics.MeanSquaredError(), x, y),
         }, note="" if validate else "TorchMetrics has no validate_args here: its default"))
         strategy = "warn" if validate else "disable"
+        for cls, tm_cls, co in ((R2Score, torchmetrics.R2Score, False),
+                                (PearsonCorrCoef, torchmetrics.PearsonCorrCoef, True)):
+            floor, moments = _floor_moments(x, y, co)
+            m = cls(validate_args=validate)
+            _agree_moments(m.update(x, y), floor, moments)
+            floor, _ = _floor_moments(x, y, co)
+            out.append(Case(cls.__name__, setting, {
+                "floor": floor, "sm": _sm(m, x, y), "tm": _tm(tm_cls(), x, y),
+            }, note="float64 moments (sm centred, floor raw sums); tm: float32 raw sums, no validate_args"))
         floor, floor_state = _floor_mean(x)
         m = sm.Mean(nan_strategy=strategy)
         _agree(m.update(x), ("mean_value", "weight"), floor, floor_state)

@@ -21,6 +21,7 @@ from scopedmetrics._checks import folded as folded
 from scopedmetrics.metric import Metric
 
 Layout = Literal["flat", "outputs", "rows"]
+_SQUARED_ERROR = torch.ops.aten.mse_loss.default  # (input, target, reduction): 0 none, 2 sum
 
 
 def where(owner: Metric) -> str:
@@ -99,6 +100,17 @@ def check_result(
             check_finite(owner, name, x)
             if domain is not None:
                 check_values(owner, name, domain[0](x), domain[1])
+
+
+def squared_error_sum(p: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """``((p - t) ** 2).sum(0)`` of flat ``(N,)`` (a 0-d sum) or ``(N, d)`` inputs (a ``(d,)`` sum).
+
+    aten's ``mse_loss`` fuses the difference and the square into one pass, with
+    no temporary of the batch's size, and sums in the same order as
+    ``(diff * diff).sum(0)``, bit for bit.
+    """
+    sse: torch.Tensor = _SQUARED_ERROR(p, t, 2) if p.ndim == 1 or p.shape[1] == 1 else _SQUARED_ERROR(p, t, 0).sum(0)
+    return sse.reshape(1) if p.ndim == 2 and p.shape[1] == 1 else sse
 
 
 def outputs_layout(m: Metric) -> Layout:

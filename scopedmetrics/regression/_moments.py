@@ -38,22 +38,27 @@ def init(owner: Metric, shape: tuple[int, ...]) -> None:
     object.__setattr__(owner, "high", torch.full(shape, float("-inf"), dtype=dtype))
 
 
-def of_batch(owner: Metric, v: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """Moments of the rows of ``v`` (``N >= 1`` rows) for ``owner``, and ``v`` centred on its mean.
+def of_batch(owner: Metric, rows: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Moments of ``rows`` (``(*k, N)``: samples along the last dim, ``N >= 1``) for ``owner``, and ``rows`` centred.
 
-    The mean is refined once by the mean of the deviations from it: in float32
-    a plain ``v.mean(0)`` of values near 1e4 can be off by several ulps, and
-    ``merge`` weighs the difference of means, so the stored mean must be close.
+    Samples lie along the last dimension so that every reduction runs over
+    contiguous memory: over dim 0 of an ``(N, 2, 1)`` batch the same sums took
+    2-3x as long on the CPU. The mean of rows narrower than float64 is refined
+    once by the mean of the deviations from it: in float32 a plain mean of
+    values near 1e4 can be off by several ulps, and ``merge`` weighs the
+    difference of means. A float64 mean is already closer than any merge reads.
     """
-    rough = v.mean(0)
-    mean = rough + (v - rough).mean(0)
-    centred = v - mean
+    rows = rows.contiguous()
+    mean = rows.mean(-1)
+    if rows.dtype != torch.float64:
+        mean = mean + (rows - mean.unsqueeze(-1)).mean(-1)
+    centred = rows - mean.unsqueeze(-1)
     fields = {
-        "total": torch.full_like(owner.total, v.shape[0]),  # type: ignore[attr-defined]
+        "total": torch.full_like(owner.total, rows.shape[-1]),  # type: ignore[attr-defined]
         "mean": mean,
-        "m2": (centred * centred).sum(0),
-        "low": v.amin(0),
-        "high": v.amax(0),
+        "m2": (centred * centred).sum(-1),
+        "low": rows.amin(-1),  # aminmax(dim=-1) took 3x as long as these two on the CPU
+        "high": rows.amax(-1),
     }
     return fields, centred
 
@@ -81,8 +86,8 @@ def chan(a: Metric, b: Metric) -> tuple[dict[str, torch.Tensor], torch.Tensor, t
     mean_a, mean_b = a.mean, b.mean  # type: ignore[attr-defined]
     dtype = mean_a.dtype
     n = na + nb
-    frac = nb.to(dtype) / n.clamp(min=1).to(dtype)  # exactly 0 or 1 when a side is empty
-    cross = na.to(dtype) * frac
+    frac = nb / n.clamp(min=1).to(dtype)  # int64 counts promote to dtype; exactly 0 or 1 when a side is empty
+    cross = na * frac
     if na.ndim:  # stacked states (a fold over participants): one weight per state, over its entries
         frac, cross = (x.reshape(*x.shape, *[1] * (mean_a.ndim - x.ndim)) for x in (frac, cross))
     delta = mean_b - mean_a

@@ -22,11 +22,11 @@ from scopedmetrics.regression._inputs import (
     outputs_layout,
     pair,
     per_output,
+    squared_error_sum,
 )
 from scopedmetrics.state import state, static
 
 _P = TypeVar("_P", bound="_PercentageError")
-_SQUARED_ERROR = torch.ops.aten.mse_loss.default  # (input, target, reduction): 0 none, 2 sum
 
 
 class MeanSquaredError(Metric):
@@ -59,9 +59,7 @@ class MeanSquaredError(Metric):
     def update(self, preds: Any, target: Any) -> MeanSquaredError:
         """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
         p, t = pair(self, preds, target, self.sum_squared_error, outputs_layout(self), finite=False)
-        # flat (N,) for one output, else (N, num_outputs); aten's mse_loss fuses (p - t) ** 2 into one pass
-        # and sums in the same order as (diff * diff).sum(0), bit for bit
-        sse = _SQUARED_ERROR(p, t, 2) if p.ndim == 1 else _SQUARED_ERROR(p, t, 0).sum(0)
+        sse = squared_error_sum(p, t)  # flat (N,) for one output, else (N, num_outputs)
         check_result(self, sse, (("preds", p), ("target", t)))
         return self.replace(sum_squared_error=folded(self.sum_squared_error, sse), total=self.total + p.shape[0])
 

@@ -21,7 +21,7 @@ import torch
 
 from scopedmetrics.metric import Metric
 from scopedmetrics.regression import _moments
-from scopedmetrics.regression._inputs import check_bool, check_choice, check_positive_int, pair
+from scopedmetrics.regression._inputs import check_bool, check_choice, check_positive_int, pair, squared_error_sum
 from scopedmetrics.state import state, static
 
 MULTIOUTPUT = ("raw_values", "uniform_average", "variance_weighted")
@@ -91,9 +91,8 @@ class R2Score(Metric):
         p, t = pair(self, preds, target, self.mean, "outputs", exact=False)
         if t.shape[0] == 0:
             return self.replace()
-        fields, _ = _moments.of_batch(self, t)
-        residual = t - p
-        return self.merge(self.replace(**fields, rss=(residual * residual).sum(0)))
+        fields, _ = _moments.of_batch(self, t.t())
+        return self.merge(self.replace(**fields, rss=squared_error_sum(p, t)))
 
     def merge(self, other: R2Score) -> R2Score:
         """Chan's merge of the target moments; residual sums add. ``m.merge(m.reset())`` is a no-op."""
@@ -164,7 +163,7 @@ class ExplainedVariance(Metric):
         p, t = pair(self, preds, target, self.mean, "outputs", exact=False)
         if t.shape[0] == 0:
             return self.replace()
-        fields, _ = _moments.of_batch(self, torch.stack([t - p, t], dim=1))
+        fields, _ = _moments.of_batch(self, torch.stack([(t - p).t(), t.t()]))  # (2, num_outputs, N)
         return self.merge(self.replace(**fields))
 
     def merge(self, other: ExplainedVariance) -> ExplainedVariance:

@@ -34,8 +34,8 @@ from scopedmetrics.classification.stat_scores import (
     _StatScore,
 )
 from scopedmetrics.metric import Metric
-from scopedmetrics.regression._inputs import check_result, pair
-from scopedmetrics.regression.error import _SQUARED_ERROR, MeanAbsoluteError, MeanSquaredError
+from scopedmetrics.regression._inputs import _SQUARED_ERROR, check_result, pair
+from scopedmetrics.regression.error import MeanAbsoluteError, MeanSquaredError
 from scopedmetrics.wrappers._groups import GroupIds, _call_hook, hook_for, per_element, register_sliced_update
 
 M = TypeVar("M", bound=Metric)
