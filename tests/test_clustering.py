@@ -7,10 +7,13 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from shards import assert_close, check_sharded
 
 import scopedmetrics as sm
 import scopedmetrics.clustering as smcl
+from scopedmetrics.clustering.contingency import _compacted, _compacted_rows
 
 skm = pytest.importorskip("sklearn.metrics")
 tmcl = pytest.importorskip("torchmetrics.clustering")
@@ -105,6 +108,42 @@ def test_state_holds_distinct_pairs_only() -> None:
         m = m.update(preds[i:i + 1000], target[i:i + 1000])
     assert m.pairs.shape[0] <= 5 * 4 and int(m.counts.sum()) == 5000
     assert m.pairs.dtype == m.counts.dtype == torch.long
+
+
+_EDGES = [-(2**31), -(2**31) + 1, -1, 0, 1, 2**31 - 2, 2**31 - 1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_EDGES) | st.integers(-(2**31), 2**31 - 1),
+                          st.sampled_from(_EDGES) | st.integers(-(2**31), 2**31 - 1)), max_size=40),
+       st.booleans(), st.integers(0, 2**31))
+def test_packed_compaction_equals_the_row_wise_reference(rows: list[tuple[int, int]], wide: bool, seed: int) -> None:
+    # ids that fit in 32 bits go through one packed int64 key each; one wider id sends the batch to unique(dim=0)
+    if wide and rows:
+        rows = [*rows, (2**31, -(2**31) - 1)]
+    pairs = torch.tensor(rows, dtype=torch.long).reshape(-1, 2)
+    counts = torch.randint(1, 5, (pairs.shape[0],), generator=torch.Generator().manual_seed(seed))
+    got, want = _compacted(pairs, counts), _compacted_rows(pairs, counts) if rows else (pairs, counts)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("name", list(SKLEARN))
+def test_ids_within_32_bits_equal_sklearn(name: str) -> None:
+    # labels() holds 10**12, so the sharded tests run the row-wise path; these ids take the packed one
+    preds, target = labels(3000, 11)
+    preds = torch.unique(preds, return_inverse=True)[1] * 2**29 - 2**31
+    got = getattr(smcl, name)().update(preds[:1200], target[:1200]).update(preds[1200:], target[1200:]).compute()
+    assert_close(got.double(), torch.tensor(sklearn_value(name, preds, target), dtype=torch.float64))
+
+
+@pytest.mark.parametrize("name", ["AdjustedRandScore", "RandScore", "FowlkesMallowsIndex"])
+def test_pair_counts_of_many_samples_do_not_overflow(name: str) -> None:
+    # pairs of samples number ~n**2 / 2: 5e11 at 10^6; TorchMetrics' adjusted Rand index is -2.92 at 10^5 here
+    n, g = 1_000_000, torch.Generator().manual_seed(0)
+    target = torch.randint(0, 4, (n,), generator=g) * 5 - 3
+    preds = torch.where(torch.rand(n, generator=g) < 0.6, target, torch.randint(-2, 3, (n,), generator=g))
+    got = getattr(smcl, name)().update(preds[:100_000], target[:100_000]).update(preds[100_000:], target[100_000:])
+    assert_close(got.compute().double(), torch.tensor(sklearn_value(name, preds, target), dtype=torch.float64))
 
 
 def test_merge_equals_concatenated() -> None:

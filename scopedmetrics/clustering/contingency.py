@@ -38,13 +38,36 @@ def _labels(owner: Any, arg: str, value: Any) -> torch.Tensor:
     return x
 
 
+_HALF = 1 << 31  # ids in [-2**31, 2**31) pack two to an int64 key
+
+
 def _compacted(pairs: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``pairs`` made unique, each with the sum of its ``counts``."""
+    """``pairs`` made unique (in row order), each with the sum of its ``counts``.
+
+    When every id fits in 32 bits, a pair is one int64 key
+    ``pred * 2**32 + (target + 2**31)``, which orders as the row does, and a
+    1-d ``unique`` sorts the keys: at 10^6 pairs 39 ms on the CPU, where
+    ``unique(dim=0)`` took 1.28 s. Wider ids take the row-wise ``unique``
+    (``_compacted_rows``, the reference the property test compares with).
+    """
     if pairs.shape[0] == 0:
         return pairs, counts
+    low, high = torch.aminmax(pairs)
+    if low.item() < -_HALF or high.item() >= _HALF:
+        return _compacted_rows(pairs, counts)
+    keys, inverse = torch.unique(pairs[:, 0] * (2 * _HALF) + (pairs[:, 1] + _HALF), return_inverse=True)
+    unique = torch.stack([keys >> 32, (keys & (2 * _HALF - 1)) - _HALF], 1)
+    return unique, _summed(unique.shape[0], inverse, counts)
+
+
+def _compacted_rows(pairs: torch.Tensor, counts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_compacted`` by the row-wise ``unique``: any int64 ids."""
     unique, inverse = torch.unique(pairs, dim=0, return_inverse=True)
-    summed = torch.zeros(unique.shape[0], dtype=torch.long, device=counts.device).index_add_(0, inverse, counts)
-    return unique, summed
+    return unique, _summed(unique.shape[0], inverse, counts)
+
+
+def _summed(k: int, inverse: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(k, dtype=torch.long, device=counts.device).index_add_(0, inverse, counts)
 
 
 def contingency_table(pairs: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
