@@ -146,3 +146,15 @@ def test_labels_of_a_narrow_dtype_are_checked_against_bounds_it_cannot_hold(
         assert torch.equal(got_iou.compute(), want_iou.compute())
         with pytest.raises((ValueError, RuntimeError), match="argument `target`"):
             _checks.labels(Probe(), "target", labels.to(torch.uint8), 255)  # 255 is outside [0, 255)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), None])
+def test_all_finite_finds_any_nan_or_infinity(dtype: torch.dtype, bad: float | None) -> None:
+    # one aminmax for real floats: NaN must reach the extremes wherever it sits
+    for where_ in (0, 517, 999):
+        x = torch.rand(1000).to(dtype)
+        if bad is not None:
+            x[where_] = bad
+        assert bool(_checks.all_finite(x)) is (bad is None)
+    assert bool(_checks.all_finite(torch.empty(0, dtype=dtype)))

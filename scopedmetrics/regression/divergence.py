@@ -25,8 +25,8 @@ def check_distributions(owner: Metric, p: torch.Tensor, q: torch.Tensor) -> None
     """Refuse rows that are not distributions: non-negative weights with a positive sum, or log-probabilities.
 
     With ``owner.log_prob`` the values may be ``-inf`` (probability 0), never NaN or ``+inf``.
-    One ``aminmax`` per input reads the values (NaN propagates to both extremes):
-    at 10^6 x 4 it costs 0.9 ms, where ``isfinite(x).all()`` took 18 ms.
+    One ``aminmax`` per input reads the values (NaN propagates to both extremes;
+    see ``_checks.all_finite``).
     """
     for name, x in (("p", p), ("q", q)):
         if x.numel() == 0:  # no rows, or rows of no entries (which sum to 0)
@@ -37,7 +37,7 @@ def check_distributions(owner: Metric, p: torch.Tensor, q: torch.Tensor) -> None
             bad = torch.isnan(high) | (high == float("inf"))
             require(f"{where(owner)}: argument `{name}` contains NaN or +inf log-probabilities", ~bad)
             continue
-        finite = torch.isfinite(low) & torch.isfinite(high)
+        finite = torch.isfinite(low) & torch.isfinite(high)  # _checks.all_finite, whose extremes serve below
         require(f"{where(owner)}: argument `{name}` contains non-finite values (NaN or inf)", finite)
         require(f"{where(owner)}: argument `{name}` has negative probabilities", low >= 0)
         require(f"{where(owner)}: argument `{name}` has a row that sums to 0", x.sum(1).amin() > 0)
