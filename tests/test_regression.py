@@ -707,3 +707,40 @@ def test_moments_of_float64_data_far_from_zero_keep_its_spread() -> None:
         got = cls().update(preds[:200], target[:200]).update(preds[200:], target[200:]).compute()
         assert got.dtype == torch.float32
         assert_close(got.double(), torch.tensor(value, dtype=torch.float64), rtol=1e-6, atol=0)
+
+
+_LARGE_PATH = ["R2Score", "ExplainedVariance", "PearsonCorrCoef", "ConcordanceCorrCoef", "RelativeSquaredError",
+               "NormalizedRootMeanSquaredError"]
+
+
+@pytest.mark.parametrize("name", _LARGE_PATH)
+@pytest.mark.parametrize("outputs", [1, 3])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_large_batch_takes_fused_kernels_and_keeps_the_small_batches_state(name: str, outputs: int,
+                                                                              dtype: torch.dtype) -> None:
+    # from _moments.LARGE samples a batch is not stacked and one output takes dot/aminmax/mse_loss:
+    # the state must be that of the same rows fed in small batches (the plain ops), and the value sklearn's
+    from scopedmetrics.regression import _moments
+
+    n = 3 * _moments.LARGE + 5
+    g = torch.Generator().manual_seed(outputs)
+    shape = (n,) if outputs == 1 else (n, outputs)
+    target = 1e3 + torch.randn(shape, generator=g)
+    preds = target + 0.5 * torch.randn(shape, generator=g)
+    cls = getattr(sm.regression, name)
+    make = (lambda: cls()) if outputs == 1 else (lambda: cls(num_outputs=outputs))
+    large = make().to(dtype).update(preds, target)
+    small = make().to(dtype)
+    for i in range(0, n, 1000):
+        small = small.update(preds[i:i + 1000], target[i:i + 1000])
+    tol = 1e-9 if dtype == torch.float64 else 1e-4
+    for key, value in large.state_dict().items():
+        if value.is_floating_point():
+            assert_close(value, small.state_dict()[key], rtol=tol, atol=tol * 1e3)
+        else:
+            assert torch.equal(value, small.state_dict()[key])
+    y, p = target.double().numpy(), preds.double().numpy()
+    if name == "R2Score" and outputs == 1:
+        assert_close(large.compute().double(), torch.tensor(skm.r2_score(y, p), dtype=torch.float64), rtol=1e-5)
+    if name == "PearsonCorrCoef" and outputs == 1:
+        assert_close(large.compute().double(), torch.tensor(np.corrcoef(p, y)[0, 1], dtype=torch.float64), rtol=1e-5)

@@ -50,8 +50,8 @@ class _CoMoments(Metric):
         p, t = pair(self, preds, target, self.mean, "outputs", exact=False)
         if p.shape[0] == 0:
             return self.replace()
-        fields, centred = _moments.of_batch(self, torch.stack([p.t(), t.t()]))  # (2, num_outputs, N)
-        batch = self.replace(**fields, comoment=(centred[0] * centred[1]).sum(-1))
+        fields, (cp, ct) = _moments.of_batch(self, p.t(), t.t())  # moments (2, num_outputs)
+        batch = self.replace(**fields, comoment=_moments.row_dots(cp, ct))
         return self.merge(batch)
 
     def merge(self: C, other: C) -> C:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from scopedmetrics.metric import Metric
+from scopedmetrics.regression import _moments
 from scopedmetrics.regression._inputs import (
     check_bool,
     check_choice,
@@ -24,6 +25,7 @@ from scopedmetrics.regression._inputs import (
     outputs_layout,
     pair,
     per_output,
+    squared_error_sum,
 )
 from scopedmetrics.state import state, static
 
@@ -36,9 +38,28 @@ def _per_output_64(m: Metric, fill: float = 0.0) -> torch.Tensor:
 
 
 def _sums(p: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per output: the squared error, the target and the target squared, summed over rows."""
-    diff = p - t
-    return (diff * diff).sum(0), t.sum(0), (t * t).sum(0)
+    """Per output: the squared error, the target and the target squared, summed over rows of ``(N, d)`` inputs.
+
+    A large batch takes fused kernels (``mse_loss``, and for one float64 output
+    ``dot``), which make no temporary of its size; a small one the plain ops,
+    which cost fewer µs of dispatch.
+    """
+    if t.shape[0] < _moments.LARGE:
+        diff = p - t
+        return (diff * diff).sum(0), t.sum(0), (t * t).sum(0)
+    sse = squared_error_sum(p, t)
+    if t.shape[1] == 1 and t.dtype == torch.float64:
+        col = t.reshape(-1)
+        return sse, col.sum().reshape(1), col.dot(col).reshape(1)
+    return sse, t.sum(0), (t * t).sum(0)
+
+
+def _extremes(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per output: the minimum and maximum of ``(N, d)`` rows (one pass for one output)."""
+    if t.shape[1] == 1 and t.shape[0] >= _moments.LARGE:
+        low, high = torch.aminmax(t)
+        return low.reshape(1), high.reshape(1)
+    return t.amin(0), t.amax(0)
 
 
 class NormalizedRootMeanSquaredError(Metric):
@@ -87,12 +108,13 @@ class NormalizedRootMeanSquaredError(Metric):
         check_result(self, sse, (("preds", p), ("target", t)))
         if t.shape[0] == 0:
             return self.replace()
+        low, high = _extremes(t)
         return self.replace(
             sum_squared_error=self.sum_squared_error + sse,
             sum_target=self.sum_target + s,
             sum_target_squared=self.sum_target_squared + s2,
-            min_target=torch.minimum(self.min_target, t.amin(0)),
-            max_target=torch.maximum(self.max_target, t.amax(0)),
+            min_target=torch.minimum(self.min_target, low),
+            max_target=torch.maximum(self.max_target, high),
             total=self.total + t.shape[0],
         )
 

@@ -163,7 +163,7 @@ class ExplainedVariance(Metric):
         p, t = pair(self, preds, target, self.mean, "outputs", exact=False)
         if t.shape[0] == 0:
             return self.replace()
-        fields, _ = _moments.of_batch(self, torch.stack([(t - p).t(), t.t()]))  # (2, num_outputs, N)
+        fields, _ = _moments.of_batch(self, (t - p).t(), t.t())  # moments (2, num_outputs)
         return self.merge(self.replace(**fields))
 
     def merge(self, other: ExplainedVariance) -> ExplainedVariance:
