@@ -109,8 +109,14 @@ def squared_error_sum(p: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     no temporary of the batch's size, and sums in the same order as
     ``(diff * diff).sum(0)``, bit for bit.
     """
-    sse: torch.Tensor = _SQUARED_ERROR(p, t, 2) if p.ndim == 1 or p.shape[1] == 1 else _SQUARED_ERROR(p, t, 0).sum(0)
-    return sse.reshape(1) if p.ndim == 2 and p.shape[1] == 1 else sse
+    if p.ndim == 1:
+        flat: torch.Tensor = _SQUARED_ERROR(p, t, 2)
+        return flat
+    if p.shape[1] == 1:
+        one: torch.Tensor = _SQUARED_ERROR(p, t, 2)
+        return one.reshape(1)
+    per_output: torch.Tensor = _SQUARED_ERROR(p, t, 0)
+    return per_output.sum(0)
 
 
 def outputs_layout(m: Metric) -> Layout:

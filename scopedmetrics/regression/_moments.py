@@ -74,11 +74,19 @@ def _moments_of(rows: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tens
     if rows.dtype != torch.float64:
         mean = mean + (rows - mean.unsqueeze(-1)).mean(-1)
     centred = rows - mean.unsqueeze(-1)
-    if rows.shape[0] == 1 and rows.shape[-1] >= LARGE:  # one output: one pass for both extremes
-        low, high = (x.reshape(1) for x in torch.aminmax(rows))
-    else:  # aminmax(dim=-1) took 3x as long as these two on the CPU
-        low, high = rows.amin(-1), rows.amax(-1)
+    low, high = extremes(rows)
     return {"mean": mean, "m2": row_dots(centred, centred), "low": low, "high": high}, centred
+
+
+def extremes(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row of ``(d, N)`` rows, the minimum and maximum; one large row in one pass (``aminmax``).
+
+    ``aminmax(dim=-1)`` took 3x as long as ``amin`` and ``amax`` on the CPU, so several rows take those two.
+    """
+    if rows.shape[0] == 1 and rows.shape[-1] >= LARGE:
+        low, high = torch.aminmax(rows)
+        return low.reshape(1), high.reshape(1)
+    return rows.amin(-1), rows.amax(-1)
 
 
 def row_dots(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

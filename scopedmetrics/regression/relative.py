@@ -41,25 +41,14 @@ def _sums(p: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor,
     """Per output: the squared error, the target and the target squared, summed over rows of ``(N, d)`` inputs.
 
     A large batch takes fused kernels (``mse_loss``, and for one float64 output
-    ``dot``), which make no temporary of its size; a small one the plain ops,
-    which cost fewer µs of dispatch.
+    ``dot``: ``_moments.row_dots``), which make no temporary of its size; a
+    small one the plain ops, which cost fewer µs of dispatch.
     """
     if t.shape[0] < _moments.LARGE:
         diff = p - t
         return (diff * diff).sum(0), t.sum(0), (t * t).sum(0)
-    sse = squared_error_sum(p, t)
-    if t.shape[1] == 1 and t.dtype == torch.float64:
-        col = t.reshape(-1)
-        return sse, col.sum().reshape(1), col.dot(col).reshape(1)
-    return sse, t.sum(0), (t * t).sum(0)
-
-
-def _extremes(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per output: the minimum and maximum of ``(N, d)`` rows (one pass for one output)."""
-    if t.shape[1] == 1 and t.shape[0] >= _moments.LARGE:
-        low, high = torch.aminmax(t)
-        return low.reshape(1), high.reshape(1)
-    return t.amin(0), t.amax(0)
+    squares = _moments.row_dots(t.t(), t.t()) if t.shape[1] == 1 else (t * t).sum(0)
+    return squared_error_sum(p, t), t.sum(0), squares
 
 
 class NormalizedRootMeanSquaredError(Metric):
@@ -108,7 +97,7 @@ class NormalizedRootMeanSquaredError(Metric):
         check_result(self, sse, (("preds", p), ("target", t)))
         if t.shape[0] == 0:
             return self.replace()
-        low, high = _extremes(t)
+        low, high = _moments.extremes(t.t())
         return self.replace(
             sum_squared_error=self.sum_squared_error + sse,
             sum_target=self.sum_target + s,
