@@ -189,6 +189,8 @@ def append(rows: torch.Tensor, batch: torch.Tensor, *, cast: bool = False) -> to
         ([1.0, 2.0], [1.0, 2.0, 3.0])
         >>> append(torch.tensor([1, 2]), torch.tensor([0.5])).tolist()
         [1.0, 2.0, 0.5]
+        >>> append(torch.tensor([1], dtype=torch.uint8), torch.tensor([0, 1]), cast=True)
+        tensor([1, 0, 1], dtype=torch.uint8)
     """
     batch = _rows_of(rows, batch)
     return rows if batch.shape[0] == 0 else _extend(rows, batch, cast)
