@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import pytest
 import torch
@@ -229,3 +230,60 @@ def test_the_descending_order_leaves_nan_to_torch() -> None:
     scores[[3, 500]] = float("nan")
     assert torch.equal(order.descending(scores), scores.argsort(descending=True))
     assert torch.isnan(scores[order.descending(scores)][:2]).all()  # NaN first, as torch sorts it
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 40), c=st.integers(1, 20), wide=st.booleans(), scale=st.sampled_from([1.0, 30.0, 1e4]),
+       seed=st.integers(0, 2**16), short=st.booleans())
+def test_the_softmax_matches_its_twin_on_both_paths(n: int, c: int, wide: bool, scale: float, seed: int,
+                                                    short: bool) -> None:
+    from scopedmetrics._kernels import softmax as kernel
+
+    dtype = torch.float64 if wide else torch.float32
+    x = torch.randn(n, c, generator=torch.Generator().manual_seed(seed), dtype=dtype) * scale
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kernel, "short_rows", lambda x: short)  # both paths, whatever the CPU
+        got = kernel.softmax(x)
+    tol = {"rtol": 1e-12, "atol": 1e-15} if wide else {"rtol": 4e-6, "atol": 1e-7}
+    torch.testing.assert_close(got, reference.softmax(x), **tol)
+    torch.testing.assert_close(got, x.softmax(1), **tol)
+
+
+@pytest.mark.parametrize("c", [3, 10, 15])
+def test_the_short_row_softmax_gives_a_row_the_same_bits_in_any_batch(c: int) -> None:
+    # the choice of path never depends on the number of rows, and neither do a row's bits: a sample's
+    # probability (an exact curve's tie, a calibration bin's edge) is the same whichever batch or rank holds it
+    from scopedmetrics._kernels import softmax as kernel
+
+    x = torch.randn(3000, c, generator=torch.Generator().manual_seed(c))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kernel, "short_rows", lambda x: True)
+        whole = kernel.softmax(x)
+        for size in (1, 2, 7, 64, 1000):
+            parts = torch.cat([kernel.softmax(x[i:i + size]) for i in range(0, x.shape[0], size)])
+            assert torch.equal(parts, whole), size
+
+
+def test_the_short_row_softmax_is_chosen_by_dtype_classes_and_device_only() -> None:
+    from scopedmetrics._kernels import softmax as kernel
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kernel, "_float32_lanes", lambda: 16)  # AVX-512
+        assert kernel.short_rows(torch.zeros(5, 15)) and not kernel.short_rows(torch.zeros(5, 16))
+        assert kernel.short_rows(torch.zeros(0, 15, dtype=torch.float64))
+        assert not kernel.short_rows(torch.zeros(10**5, 16, dtype=torch.float64))
+        assert not kernel.short_rows(torch.zeros(5, 0)) and not kernel.short_rows(torch.zeros(5, 3, 2))
+        assert not kernel.short_rows(torch.zeros(5, 3, dtype=torch.float16))
+        patch.setattr(kernel, "_float32_lanes", lambda: 8)  # AVX2
+        assert kernel.short_rows(torch.zeros(5, 7)) and not kernel.short_rows(torch.zeros(5, 8))
+        assert kernel.short_rows(torch.zeros(5, 15, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("row", [[math.inf, 0.0], [-math.inf, -math.inf], [-math.inf, 1.0], [math.nan, 1.0],
+                                 [1e38, -1e38], [3.0, 3.0]])
+def test_the_short_row_softmax_treats_non_finite_scores_as_torch_does(row: list[float]) -> None:
+    from scopedmetrics._kernels import softmax as kernel
+
+    x = torch.tensor([row, [0.0, 1.0]])
+    assert kernel.short_rows(x)
+    torch.testing.assert_close(kernel.softmax(x), x.softmax(1), equal_nan=True)

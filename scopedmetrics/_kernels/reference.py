@@ -1,4 +1,4 @@
-"""Plain twins of the kernels in ``counts``: one Python loop over the samples, nothing clever.
+"""Plain twins of the kernels: one Python loop over the samples (or rows), nothing clever.
 
 They define what the kernels must return; ``tests/test_kernels.py`` compares
 every path of every kernel with them on random inputs. Never used by metrics.
@@ -6,6 +6,7 @@ every path of every kernel with them on random inputs. Never used by metrics.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -42,6 +43,16 @@ def class_counts(
             rows[pi][0 if pi == ti else 1] += 1
             rows[ti][2] += 1
     return torch.tensor(rows, dtype=counts.dtype)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """Each row of a 2-d ``x`` as ``exp(x - max) / sum(exp(x - max))``, in Python floats (float64)."""
+    out = []
+    for row in x.tolist():
+        top = max(row)
+        e = [math.exp(v - top) for v in row]
+        out.append([v / math.fsum(e) for v in e])
+    return torch.tensor(out, dtype=x.dtype).reshape(x.shape)
 
 
 def pairwise_fold(states: list[Any]) -> Any:

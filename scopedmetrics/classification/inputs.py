@@ -29,6 +29,7 @@ import torch
 from scopedmetrics import _checks
 from scopedmetrics._checks import not_ignored as not_ignored  # the classification modules take these from here
 from scopedmetrics._checks import widened as widened
+from scopedmetrics._kernels.softmax import softmax
 
 
 def config_error(owner: Any, arg: str, expected: str) -> ValueError:
@@ -318,12 +319,12 @@ def _probabilities(
     decided = preds if keep is None else preds.where(keep, 0.5)  # 0.5 is a probability: it decides nothing
     if extremes is None and on_device(preds):  # the same choice without reading the data on the host
         low_t, high_t = torch.aminmax(decided)
-        scaled = preds.sigmoid() if normalize == "sigmoid" else preds.softmax(1)
+        scaled = preds.sigmoid() if normalize == "sigmoid" else softmax(preds)
         return torch.where((low_t >= 0) & (high_t <= 1), preds, scaled)
     low, high = _extremes(decided) if extremes is None else extremes
     if low >= 0 and high <= 1:  # NaN extremes fail both tests, as NaN scores fail the elementwise ones
         return preds
-    return preds.sigmoid() if normalize == "sigmoid" else preds.softmax(1)
+    return preds.sigmoid() if normalize == "sigmoid" else softmax(preds)
 
 
 def _extremes(x: torch.Tensor) -> tuple[float, float]:
