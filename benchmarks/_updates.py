@@ -25,7 +25,12 @@ from _common import compare, ratio, table
 
 import scopedmetrics as sm
 import scopedmetrics.classification as sm_classification
-from scopedmetrics.classification import BinaryAUROC, MulticlassAccuracy, MulticlassF1Score
+from scopedmetrics.classification import (
+    BinaryAUROC,
+    MulticlassAccuracy,
+    MulticlassCalibrationError,
+    MulticlassF1Score,
+)
 from scopedmetrics.regression import MeanSquaredError, PearsonCorrCoef, R2Score
 
 C = 10  # classes
@@ -198,6 +203,23 @@ def _floor_binned(scores: torch.Tensor, target: torch.Tensor) -> tuple[Impl, Cal
     return Impl(step), lambda: counts.view(T + 1, 2)
 
 
+def _floor_calibration(logits: torch.Tensor, labels: torch.Tensor,
+                       bins: int) -> tuple[Impl, Callable[[], tuple[torch.Tensor, ...]]]:
+    """torch's softmax, the top-1 probability, bucketize, two bincounts and one bincount of confidences."""
+    edges = torch.linspace(0, 1, bins + 1)
+    count, correct = torch.zeros(bins, dtype=torch.long), torch.zeros(bins, dtype=torch.long)
+    conf_sum = torch.zeros(bins)
+
+    def step() -> None:
+        conf, label = logits.softmax(1).max(1)
+        idx = (torch.bucketize(conf, edges, right=True) - 1).clamp_(0, bins - 1)
+        count.add_(torch.bincount(idx, minlength=bins))
+        correct.add_(torch.bincount(idx[label == labels], minlength=bins))
+        conf_sum.add_(torch.bincount(idx, weights=conf, minlength=bins))
+
+    return Impl(step), lambda: (count, correct, conf_sum)
+
+
 # -- cases -------------------------------------------------------------------------
 
 
@@ -269,6 +291,15 @@ def cases(n: int, number: int, repeat: int) -> list[Case]:
             "sm": _sm(m, scores, binary),
             "tm": _tm(tmc.BinaryAUROC(thresholds=T, validate_args=validate), scores, binary),
         }))
+        floor, floor_state = _floor_calibration(logits, labels, bins=15)
+        m = MulticlassCalibrationError(num_classes=C, validate_args=validate)
+        _agree(m.update(logits, labels), ("bin_count", "bin_correct", "bin_confidence"), floor, floor_state)
+        out.append(Case("MulticlassCalibrationError", setting + ", logits", {
+            "floor": floor,
+            "sm": _sm(m, logits, labels),
+            "tm": _tm(tmc.MulticlassCalibrationError(num_classes=C, validate_args=validate), logits, labels),
+        }, note="the floor's torch.softmax takes a slow path on the CPU for rows shorter than a vector register "
+                "(sm takes five ops there: _kernels/softmax.py)"))
     return out
 
 

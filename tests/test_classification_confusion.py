@@ -34,6 +34,7 @@ from scopedmetrics.classification import (
     MultilabelConfusionMatrix,
     MultilabelMatthewsCorrCoef,
 )
+from scopedmetrics.classification import calibration as calibration_module
 from scopedmetrics.classification import confusion as confusion_module
 
 N = 90
@@ -308,6 +309,25 @@ def test_calibration_logits_ignore_index_and_the_closed_last_bin() -> None:
     ones = BinaryCalibrationError(n_bins=4).update(torch.tensor([1.0, 0.0]), torch.tensor([1, 0]))
     assert ones.bin_count.tolist() == [1, 0, 0, 1]
     assert_close(ones.compute(), 0.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n_bins", [1, 2, 3, 7, 10, 15, 100])
+def test_calibration_bins_every_edge_and_its_neighbours_as_the_closed_equal_width_bins_do(
+    n_bins: int, dtype: torch.dtype
+) -> None:
+    # each confidence is binned by counting inner edges at or below it; at an edge and one step either side
+    # of it, in the confidences' dtype, that is the searchsorted rule of the oracle (the last bin closed)
+    edges = torch.linspace(0, 1, n_bins + 1, dtype=dtype)
+    conf = torch.cat([edges, torch.nextafter(edges, edges + 1), torch.nextafter(edges, edges - 1)]).clamp(0, 1)
+    correct = torch.arange(conf.shape[0]) % 2 == 0
+    m = BinaryCalibrationError(n_bins=n_bins)
+    got = calibration_module._binned(m, conf, correct, None)
+    idx = np.clip(np.searchsorted(edges.numpy(), conf.numpy(), side="right") - 1, 0, n_bins - 1)
+    assert got.bin_count.tolist() == np.bincount(idx, minlength=n_bins).tolist()
+    assert got.bin_correct.tolist() == np.bincount(idx[correct.numpy()], minlength=n_bins).tolist()
+    want = np.bincount(idx, weights=conf.numpy().astype(np.float64), minlength=n_bins)
+    assert_close(got.bin_confidence.double(), torch.tensor(want), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize(

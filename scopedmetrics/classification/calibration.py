@@ -13,11 +13,12 @@ Constructor arguments come in TorchMetrics' positional order.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, TypeVar
 
 import torch
 
-from scopedmetrics._kernels import bincount
+from scopedmetrics._kernels import tally
 from scopedmetrics.classification.inputs import (
     binary_confidences,
     check_bool,
@@ -43,18 +44,35 @@ def _check_bins(m: Any) -> None:
     check_bool(m, "validate_args")
 
 
+@functools.lru_cache(maxsize=64)
+def _inner_edges(n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The ``n - 1`` edges between ``n`` equal-width bins of [0, 1], in the confidences' dtype; made once."""
+    return torch.linspace(0, 1, n + 1, dtype=dtype, device=device)[1:-1]
+
+
 def _binned(m: _M, conf: torch.Tensor, correct: torch.Tensor, keep: torch.Tensor | None) -> _M:
-    """``m`` with the kept ``(conf, correct)`` pairs added to their bins."""
+    """``m`` with the kept ``(conf, correct)`` pairs added to their bins.
+
+    Bin ``i`` holds the confidences in ``[i / n, (i + 1) / n)`` (the edges as ``linspace``
+    gives them), the last one also 1: counting the inner edges at or below each
+    confidence gives that index directly, always in ``[0, n)``, so the bins grow by
+    ``index_add`` on every device (NaN, never a probability, lands in the last bin).
+    """
     n = m.n_bins  # type: ignore[attr-defined]
-    edges = torch.linspace(0, 1, n + 1, dtype=conf.dtype, device=conf.device)
-    idx = (torch.bucketize(conf, edges, right=True) - 1).clamp(0, n - 1)
+    edges = (torch.linspace(0, 1, n + 1, dtype=conf.dtype, device=conf.device)[1:-1]
+             if torch.compiler.is_compiling() else _inner_edges(n, conf.dtype, conf.device))
+    idx = torch.bucketize(conf, edges, right=True)
     if keep is not None:
-        idx = torch.where(keep, idx, n)
-    conf_sum = torch.zeros(n + 1, dtype=conf.dtype, device=conf.device).scatter_add_(0, idx, conf)[:n]
+        correct, conf = correct & keep, conf.where(keep, 0)
+    total = m.bin_confidence  # type: ignore[attr-defined]
+    if conf.dtype == total.dtype:
+        total = total.index_add(0, idx, conf)
+    else:  # float64 confidences are summed in float64 before the float32 state takes them
+        total = total + torch.zeros(n, dtype=conf.dtype, device=conf.device).index_add_(0, idx, conf).to(total.dtype)
     return m.replace(
-        bin_count=m.bin_count + bincount(idx, n),  # type: ignore[attr-defined]
-        bin_confidence=m.bin_confidence + conf_sum.to(m.bin_confidence.dtype),  # type: ignore[attr-defined]
-        bin_correct=m.bin_correct + bincount(torch.where(correct, idx, n), n),  # type: ignore[attr-defined]
+        bin_count=tally(m.bin_count, idx, keep),  # type: ignore[attr-defined]
+        bin_confidence=total,
+        bin_correct=m.bin_correct.index_add(0, idx, correct.to(m.bin_correct.dtype)),  # type: ignore[attr-defined]
     )
 
 
