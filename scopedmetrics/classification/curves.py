@@ -466,8 +466,10 @@ class _MulticlassCurve(_Curve):
 
     def update(self: MC, preds: Tensor, target: Tensor) -> MC:
         """Fold in scores ``preds`` (N, C, ...) and class labels ``target`` (N, ...)."""
+        extremes = None
         if self.validate_args:
-            _multiclass_checks(self, preds, target, scores_only=True)
+            _multiclass_checks(self, preds, target, scores_only=True, nan=False)
+            extremes = finite_scores(self, preds)  # NaN, then infinities, as the checks above would go on
         if preds.ndim != 2:
             preds = preds.movedim(1, -1).reshape(-1, self.num_classes)
             target = target.reshape(-1)
@@ -475,13 +477,13 @@ class _MulticlassCurve(_Curve):
         keep = not_ignored(target, self.ignore_index)
         if self.thresholds is not None:  # fixed-size counts: ignored rows masked, no data-dependent shape
             rows = None if keep is None else keep.unsqueeze(1)
-            scores = _scores(preds, "softmax", keep=rows)
+            scores = _scores(preds, "softmax", extremes if keep is None else None, rows)
             one_hot = target.unsqueeze(1) == torch.arange(self.num_classes, device=target.device)
             kept = None if rows is None else rows.expand_as(one_hot)
             return self.replace(counts=_binned(self.counts, scores, one_hot, self.thresholds, kept))
         if keep is not None:
-            preds, target = preds[keep], target[keep]
-        return self.append(preds=_scores(preds, "softmax"), target=target)
+            preds, target, extremes = preds[keep], target[keep], None
+        return self.append(preds=_scores(preds, "softmax", extremes), target=target)
 
     def _columns(self) -> tuple[Tensor, Tensor, Tensor | None]:
         classes = torch.arange(self.num_classes, device=self.target.device)

@@ -45,9 +45,12 @@ def _check(m: Any) -> None:
     check_bool(m, "validate_args")
 
 
-def _scores(preds: Tensor, normalize: str, keep: Tensor | None = None) -> Tensor:
-    """Probabilities in at least float32 (logits through sigmoid/softmax, decided on the kept rows)."""
-    return _probabilities(widened(preds), normalize, keep=keep)
+def _scores(preds: Tensor, normalize: str, keep: Tensor | None, extremes: tuple[float, float] | None) -> Tensor:
+    """Probabilities in at least float32 (logits through sigmoid/softmax, decided on the kept rows).
+
+    ``extremes`` are ``preds``' minimum and maximum when the checks read them already (and nothing is ignored).
+    """
+    return _probabilities(widened(preds), normalize, extremes if keep is None else None, keep)
 
 
 def _folded(m: _M, margin: Tensor, keep: Tensor | None) -> _M:
@@ -90,12 +93,13 @@ class BinaryHingeLoss(Metric):
 
     def update(self, preds: Tensor, target: Tensor) -> BinaryHingeLoss:
         """Fold in float scores ``preds`` (N, ...) and 0/1 labels ``target`` of the same shape."""
+        extremes = None
         if self.validate_args:
             _binary_checks(self, preds, target, scores_only=True, nan=False)
-            finite_scores(self, preds)
+            extremes = finite_scores(self, preds)
         preds, target = preds.reshape(-1), target.reshape(-1)
         keep = not_ignored(target, self.ignore_index)
-        p = _scores(preds, "sigmoid", keep)
+        p = _scores(preds, "sigmoid", keep, extremes)
         return _folded(self, torch.where(target == 1, p, -p), keep)
 
     def compute(self) -> Tensor:
@@ -139,14 +143,16 @@ class MulticlassHingeLoss(Metric):
 
     def update(self, preds: Tensor, target: Tensor) -> MulticlassHingeLoss:
         """Fold in float scores ``preds`` (N, C, ...) and class labels ``target`` (N, ...)."""
+        extremes = None
         if self.validate_args:
-            _multiclass_checks(self, preds, target, scores_only=True)
+            _multiclass_checks(self, preds, target, scores_only=True, nan=False)
+            extremes = finite_scores(self, preds)  # NaN, then infinities, as the checks above would go on
         preds = preds.movedim(1, -1).reshape(-1, preds.shape[1]) if preds.ndim > 1 else preds.reshape(-1, 1)
         target = target.reshape(-1).long()
         keep = not_ignored(target, self.ignore_index)
         if keep is not None:
             target = target.where(keep, 0)  # any class: the row's loss is masked
-        p = _scores(preds, "softmax", None if keep is None else keep.unsqueeze(1))
+        p = _scores(preds, "softmax", None if keep is None else keep.unsqueeze(1), extremes)
         hot = target.unsqueeze(1) == torch.arange(p.shape[1], device=p.device)
         if self.multiclass_mode == "crammer-singer":
             rival = p.masked_fill(hot, float("-inf")).amax(1) if len(p) else p.new_zeros(0)

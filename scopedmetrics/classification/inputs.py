@@ -240,7 +240,8 @@ def _binary_checks(owner: Any, preds: Any, target: Any, scores_only: bool = Fals
         _in_range(owner, "preds", preds, 1)
 
 
-def _multiclass_checks(owner: Any, preds: Any, target: Any, scores_only: bool = False) -> None:
+def _multiclass_checks(owner: Any, preds: Any, target: Any, scores_only: bool = False, nan: bool = True) -> None:
+    """Refuse a bad multiclass batch; ``nan=False`` leaves float ``preds`` unread (the caller checks them last)."""
     _tensor(owner, "preds", preds)
     _tensor(owner, "target", target)
     _labels(owner, "target", target)
@@ -253,7 +254,8 @@ def _multiclass_checks(owner: Any, preds: Any, target: Any, scores_only: bool = 
         if c is not None and preds.shape[1] != c:
             problem = f"has {preds.shape[1]} scores in dim 1, expected num_classes={c}"
             raise input_error(owner, "preds", problem)
-        _no_nan(owner, preds, finite=scores_only)
+        if nan:
+            _no_nan(owner, preds, finite=scores_only)
     elif scores_only:
         _scores(owner, preds)
     else:
@@ -486,11 +488,14 @@ def multiclass_confidences(owner: Any, preds: Any, target: Any) -> _Batch:
         >>> multiclass_confidences(m, torch.tensor([[0.8, 0.2], [0.4, 0.6]]), torch.tensor([0, 0]))
         (tensor([0.8000, 0.6000]), tensor([ True, False]), None)
     """
+    extremes = None
     if owner.validate_args:
-        _multiclass_checks(owner, preds, target, scores_only=True)
+        _multiclass_checks(owner, preds, target, scores_only=True, nan=False)
+        extremes = finite_scores(owner, preds)  # NaN, then infinities, as the checks above would go on
     t = target.reshape(-1).long()
     keep = not_ignored(t, owner.ignore_index)
     scores = preds if preds.ndim == 2 else preds.movedim(1, -1).reshape(-1, owner.num_classes)
-    probs = _probabilities(widened(scores), "softmax", keep=None if keep is None else keep[:, None])
+    rows = None if keep is None else keep[:, None]
+    probs = _probabilities(widened(scores), "softmax", extremes if keep is None else None, keep=rows)
     conf, label = probs.max(1)
     return conf, label == t, keep
