@@ -84,6 +84,8 @@ def test_class_counts_every_path_matches_its_twin(n: int, c: int, seed: int, mas
             patch.setattr(kernels, "CONFUSION_MIN", confusion_min)
             for index_add in (True, False):  # CPU and other devices
                 assert torch.equal(_kernels.class_counts(old, p, t, keep, c, index_add=index_add), want)
+    for scored in (True, False):  # p of an argmax: one lookup in pairs (without keep, on the CPU)
+        assert torch.equal(_kernels.class_counts(old, p, t, keep, c, scored=scored), want)
     if keep is not None:  # ignored samples may carry any label
         assert torch.equal(_kernels.class_counts(old, p, torch.where(keep, t, -7), keep, c), want)
 
@@ -101,6 +103,20 @@ def test_class_counts_on_the_index_add_path_refuses_every_label_out_of_range(bad
         t = torch.tensor([0, bad, 2])
     with pytest.raises(IndexError):
         _kernels.class_counts(torch.zeros(3, 3, dtype=torch.long), p, t, None, 3)
+    if where == "t":  # a scored batch's predictions are in range; its targets are refused by the lookup
+        with pytest.raises(IndexError):
+            _kernels.class_counts(torch.zeros(3, 3, dtype=torch.long), p, t, None, 3, scored=True)
+
+
+@pytest.mark.parametrize("c", [2, 10, kernels.PAIRS_MAX])
+def test_class_counts_of_scored_batches_take_the_lookup_on_both_sides_of_its_bounds(c: int) -> None:
+    g = torch.Generator().manual_seed(c)
+    for n in (0, 1, kernels.PAIRS_ROWS - 1, kernels.PAIRS_ROWS):
+        p, t = torch.randint(0, c, (n,), generator=g), torch.randint(0, c, (n,), generator=g)
+        old = torch.randint(0, 5, (c, 3), generator=g)
+        want = reference.class_counts(old, p, t, None, c)
+        assert torch.equal(_kernels.class_counts(old, p, t, None, c, scored=True), want)
+    assert kernels.pairs(c, torch.device("cpu")) is kernels.pairs(c, torch.device("cpu"))  # made once per c
 
 
 def test_full_is_cached_per_size_and_bounded() -> None:

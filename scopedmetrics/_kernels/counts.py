@@ -14,6 +14,8 @@ import torch
 
 INDEX_ADD_MAX = 1 << 16  # above this many samples ``tally`` takes one bincount pass on the CPU too
 CONFUSION_MIN = 1 << 13  # from this many samples (and c * c) ``class_counts`` counts a confusion matrix
+PAIRS_MAX = 128  # classes up to which ``class_counts`` looks a scored batch's positions up (``pairs``) ...
+PAIRS_ROWS = 1 << 11  # ... below this many samples (from about here the two ``index_add`` are as fast)
 
 _FULL: dict[tuple[int, int, torch.dtype, torch.device], torch.Tensor] = {}
 
@@ -33,6 +35,33 @@ def full(n: int, value: int, dtype: torch.dtype, device: torch.device) -> torch.
         if len(_FULL) >= 64:  # batch sizes that keep changing: do not hoard
             _FULL.clear()
         found = _FULL[key] = torch.full((n,), value, dtype=dtype, device=device)
+    return found
+
+
+_PAIRS: dict[tuple[int, torch.device], torch.Tensor] = {}
+
+
+def pairs(c: int, device: torch.device) -> torch.Tensor:
+    """``(c * c, 2)`` int64: at ``t * c + p``, the flat positions ``3p + (p != t)`` and ``3t + 2`` a sample counts at.
+
+    Made once per ``c`` (at most ``PAIRS_MAX``: 256 KiB) and only read.
+
+    Examples:
+        >>> pairs(2, torch.device("cpu"))
+        tensor([[0, 2],
+                [4, 2],
+                [1, 5],
+                [3, 5]])
+    """
+    key = (c, device)
+    found = _PAIRS.get(key)
+    if found is None:
+        t, p = torch.arange(c, device=device).repeat_interleave(c), torch.arange(c, device=device).repeat(c)
+        found = torch.stack([torch.add(p != t, p, alpha=3), torch.add(torch.full_like(t, 2), t, alpha=3)], dim=1)
+        if not torch.compiler.is_compiling():  # no global state inside a traced function
+            if len(_PAIRS) >= 16:
+                _PAIRS.clear()
+            _PAIRS[key] = found
     return found
 
 
@@ -86,6 +115,7 @@ def class_counts(
     keep: torch.Tensor | None,
     c: int,
     index_add: bool | None = None,
+    scored: bool = False,
 ) -> torch.Tensor:
     """``counts`` (``(C, 3)``: per class tp, fp, support) plus those of a batch of labels.
 
@@ -102,6 +132,18 @@ def class_counts(
     device-side assert, ``tally`` both columns at once, which takes a
     ``bincount`` there (``index_add=None`` picks by device).
 
+    ``scored`` says every ``p`` is in ``[0, c)`` by construction (an argmax of
+    scores). Then, up to ``PAIRS_MAX`` classes and below ``PAIRS_ROWS``
+    samples, without ``keep``, one lookup of ``t * c + p`` in
+    ``pairs`` gives both positions of every sample and one ``put`` counts
+    them at those flat positions: three ops and no views instead of seven
+    ops and two views (``put`` would wrap a negative position, but every
+    position ``pairs`` holds is in range). The key leaves ``[0, c * c)``
+    exactly when ``t`` leaves ``[0, c)``, and ``index_select`` raises
+    ``IndexError`` for it (negative keys too). Labels whose ``3t`` or
+    ``c * t`` overflows int64 wrap on either path: the metrics' label checks
+    (``validate_args=True``) refuse them first.
+
     Examples:
         >>> import torch
         >>> zero = torch.zeros(3, 3, dtype=torch.long)
@@ -112,19 +154,25 @@ def class_counts(
                 [1, 0, 1]])
         >>> torch.equal(class_counts(zero, p, t, None, 3, index_add=False), class_counts(zero, p, t, None, 3))
         True
+        >>> torch.equal(class_counts(zero, p, t, None, 3, scored=True), class_counts(zero, p, t, None, 3))
+        True
         >>> class_counts(zero, torch.tensor([3]), torch.tensor([0]), None, 3)
         Traceback (most recent call last):
         ...
         IndexError: index out of range in self
     """
-    if p.shape[0] >= max(c * c, CONFUSION_MIN):
+    n = p.shape[0]
+    cpu = counts.is_cpu if index_add is None else index_add
+    if scored and cpu and keep is None and c <= PAIRS_MAX and n < PAIRS_ROWS:
+        at = pairs(c, p.device).index_select(0, torch.add(p, t, alpha=c))  # IndexError for t outside [0, c)
+        return counts.put(at, full(2 * n, 1, counts.dtype, p.device), accumulate=True)  # flat positions, no views
+    if n >= max(c * c, CONFUSION_MIN):
         cm = bincount(torch.add(p, t, alpha=c), c * c, keep).view(c, c)  # index t * c + p
         hits = cm.diagonal()
         return counts + torch.stack([hits, cm.sum(0) - hits, cm.sum(1)], dim=1)
-    n = p.shape[0]
     rows = torch.add(p != t, p, alpha=3)  # 3p on a hit (tp), 3p + 1 on a miss (fp)
     support = torch.add(full(n, 2, t.dtype, t.device), t, alpha=3)  # 3t + 2
-    if not (counts.is_cpu if index_add is None else index_add):  # both columns in one tally (a bincount there)
+    if not cpu:  # both columns in one tally (a bincount there)
         return tally(counts, torch.cat([rows, support]), None if keep is None else keep.repeat(2))
     if keep is None:
         one = full(n, 1, counts.dtype, p.device)

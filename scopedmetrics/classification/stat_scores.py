@@ -248,7 +248,7 @@ class MulticlassCounts(Metric):
         if c is None:
             return self.replace(counts=_micro_counts(self.counts, p, t, keep))  # type: ignore[attr-defined]
         try:
-            counts = class_counts(self.counts, p, t, keep, c)  # type: ignore[attr-defined]
+            counts = class_counts(self.counts, p, t, keep, c, scored=preds.is_floating_point())  # type: ignore[attr-defined]
         except IndexError:  # only reachable with validate_args=False
             raise input_error(owner, "preds` or `target", f"holds a label outside [0, {c})") from None
         return self.replace(counts=counts)
