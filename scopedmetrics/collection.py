@@ -94,26 +94,26 @@ class Collection(Metric):
     def update(self: C, *args: Any, **kwargs: Any) -> C:
         """Update every member with the positional arguments and the keywords it accepts."""
         plan = self._plan()
-        unknown = set() if plan.accepts is None else kwargs.keys() - plan.accepts
-        if unknown:
-            raise TypeError(f"Collection.update: no member accepts keyword(s) {sorted(unknown)}")
+        if kwargs and plan.accepts is not None and not kwargs.keys() <= plan.accepts:
+            unknown = sorted(kwargs.keys() - plan.accepts)
+            raise TypeError(f"Collection.update: no member accepts keyword(s) {unknown}")
         members, new = self._members, {}
         done: dict[Any, Metric] = {}  # by unit object, and by (kind, state tensors)
-        for step in plan.steps:
-            m = members[step.name]
-            unit = m.__dict__[step.field] if step.field else m
-            result = None if step.kind is None else done.get(id(unit))  # a unit already updated (shared since)
+        for name, field, kind, accepts in plan.steps:
+            m = members[name]
+            unit = m.__dict__[field] if field else m
+            result = None if kind is None else done.get(id(unit))  # a unit already updated (shared since)
             if result is None:
-                key = None if step.kind is None else (step.kind, *(id(unit.__dict__[n]) for n in unit._layout.states))
+                key = None if kind is None else (kind, *(id(unit.__dict__[n]) for n in unit._layout.states))
                 result = done.get(key)  # the same computation on the same state: reuse its result
                 if result is None:
-                    kw = kwargs if step.accepts is None else {k: v for k, v in kwargs.items() if k in step.accepts}
+                    kw = kwargs if accepts is None else {k: v for k, v in kwargs.items() if k in accepts}
                     result = unit.update(*args, **kw)
                     if key is not None:
                         done[key] = result
                 if key is not None:
                     done[id(unit)] = result
-            new[step.name] = m._rebuild({step.field: result}) if step.field else result
+            new[name] = m._rebuild({field: result}) if field else result
         out = self._rebuild(new)
         out.__dict__["_update_plan"] = plan  # update keeps every member's type and configuration
         return out
