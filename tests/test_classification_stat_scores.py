@@ -580,6 +580,22 @@ def test_validate_args_false_out_of_range_label_names_the_metric(
     assert int(m.stats.counts.sum()) == 0
 
 
+@pytest.mark.parametrize("ignore_index", [None, -100])
+@pytest.mark.parametrize(("columns", "target"), [
+    (3, [0, 3]), (3, [0, -1]), (3, [0, 2**40]),  # a target out of range
+    (4, [0, 0]), (5, [0, 1]),  # more score columns than classes: the argmax lands past the end (4 = 1 * 3 + 1)
+])
+def test_validate_args_false_scores_out_of_range_name_the_metric(
+    columns: int, target: list[int], ignore_index: int | None
+) -> None:
+    preds = torch.zeros(2, columns)
+    preds[:, -1] = 1.0  # every argmax is the last column
+    m = MulticlassAccuracy(num_classes=3, validate_args=False, ignore_index=ignore_index, average="micro")
+    with pytest.raises(ValueError, match=r"MulticlassAccuracy.*`preds` or `target`.*outside \[0, 3\)"):
+        m.update(preds, torch.tensor(target))
+    assert int(m.stats.counts.sum()) == 0
+
+
 def test_validate_args_false_gives_the_same_values_and_skips_checks() -> None:
     preds, target, _, _ = multiclass_data(41, "logits")
     on = MulticlassRecall(num_classes=C).update(preds, target).compute()

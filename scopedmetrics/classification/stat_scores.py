@@ -247,8 +247,9 @@ class MulticlassCounts(Metric):
         p, t, keep = multiclass_labels(owner, preds, target)
         if c is None:
             return self.replace(counts=_micro_counts(self.counts, p, t, keep))  # type: ignore[attr-defined]
+        scored = preds.is_floating_point() and preds.shape[1] <= c  # an argmax over at most c scores: p in [0, c)
         try:
-            counts = class_counts(self.counts, p, t, keep, c, scored=preds.is_floating_point())  # type: ignore[attr-defined]
+            counts = class_counts(self.counts, p, t, keep, c, scored=scored)  # type: ignore[attr-defined]
         except IndexError:  # only reachable with validate_args=False
             raise input_error(owner, "preds` or `target", f"holds a label outside [0, {c})") from None
         return self.replace(counts=counts)
