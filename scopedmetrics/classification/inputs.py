@@ -240,6 +240,13 @@ def _binary_checks(owner: Any, preds: Any, target: Any, scores_only: bool = Fals
         _in_range(owner, "preds", preds, 1)
 
 
+def _scores_of(preds: torch.Tensor, target: torch.Tensor) -> bool:
+    """Whether ``preds`` has the shape ``(N, C, ...)`` of scores for ``target`` of shape ``(N, ...)``."""
+    if preds.ndim == 2:  # the common case, without building shapes
+        return target.ndim == 1 and preds.shape[0] == target.shape[0]
+    return preds.ndim > 2 and preds.shape[:1] + preds.shape[2:] == target.shape
+
+
 def _multiclass_checks(owner: Any, preds: Any, target: Any, scores_only: bool = False, nan: bool = True) -> None:
     """Refuse a bad multiclass batch; ``nan=False`` leaves float ``preds`` unread (the caller checks them last)."""
     _tensor(owner, "preds", preds)
@@ -247,7 +254,7 @@ def _multiclass_checks(owner: Any, preds: Any, target: Any, scores_only: bool = 
     _labels(owner, "target", target)
     c = owner.num_classes  # None (micro averages only): any number of classes
     if preds.is_floating_point():
-        if preds.ndim < 2 or preds.shape[:1] + preds.shape[2:] != target.shape:
+        if not _scores_of(preds, target):
             shapes = f"got {tuple(preds.shape)} and {tuple(target.shape)}"
             problem = f"holds scores, so it must be (N, C, ...) for `target` of shape (N, ...); {shapes}"
             raise input_error(owner, "preds", problem)

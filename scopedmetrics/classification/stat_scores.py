@@ -252,7 +252,7 @@ class MulticlassCounts(Metric):
             counts = class_counts(self.counts, p, t, keep, c, scored=scored)  # type: ignore[attr-defined]
         except IndexError:  # only reachable with validate_args=False
             raise input_error(owner, "preds` or `target", f"holds a label outside [0, {c})") from None
-        return self.replace(counts=counts)
+        return self._rebuild({"counts": counts})  # replace, unchecked
 
     def compute(self) -> torch.Tensor:
         if self.num_classes is None:
