@@ -100,12 +100,36 @@ def _owned(value: Any, metric: Metric) -> Any:
     """
     if torch.compiler.is_compiling():
         return value
-    held = {_memory(t) for t in tree.leaves(metric) if isinstance(t, torch.Tensor)} - {None}
+    held = {_memory(t) for t in _leaves(metric) if isinstance(t, torch.Tensor)} - {None}
+    if not held:
+        return value
+    if isinstance(value, torch.Tensor):  # the usual value: no tree to walk
+        return value.clone() if _memory(value) in held else value
 
     def own(x: Any) -> Any:
         return x.clone() if isinstance(x, torch.Tensor) and _memory(x) in held else x
 
-    return optree.tree_map(own, value) if held else value
+    return optree.tree_map(own, value)
+
+
+def _leaves(m: Metric) -> list[Any]:
+    """``tree.leaves(m)``, read off the states when each is a tensor or a metric of such states, as most are.
+
+    Every ``compute`` reads them twice (``_owned``, ``_is_empty``): the pytree walk cost
+    about 3 µs a metric, a tenth of a small metric's whole ``compute``.
+    """
+    if m._custom_tree:
+        return tree.leaves(m)
+    d, out = m.__dict__, []
+    for name in m._layout.states:
+        s = d[name]
+        if isinstance(s, torch.Tensor):
+            out.append(s)
+        elif isinstance(s, Metric):
+            out += _leaves(s)
+        else:  # a container of states: the pytree walk
+            return tree.leaves(m)
+    return out
 
 
 def _memory(t: torch.Tensor) -> int | None:
@@ -322,8 +346,8 @@ class Metric:
         if fresh is None:  # the empty leaves of one type and configuration, made once (they are only compared)
             if len(_EMPTY) >= 256:
                 _EMPTY.clear()
-            fresh = _EMPTY[key] = tree.leaves(self.reset())
-        mine = tree.leaves(self)
+            fresh = _EMPTY[key] = _leaves(self.reset())
+        mine = _leaves(self)
         return len(fresh) == len(mine) and all(
             a.shape == b.shape and torch.equal(a, b if b.device == a.device else b.to(a.device))
             for a, b in zip(mine, fresh)

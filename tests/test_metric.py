@@ -10,10 +10,12 @@ from typing import Any
 import optree
 import pytest
 import torch
+from catalogue import CATALOGUE, Entry, data, feed
 from custom import MeanSquaredError
 from torch.testing import assert_close
 
 import scopedmetrics as sm
+from scopedmetrics import metric as metric_module
 
 
 class Bins(sm.Metric):
@@ -346,3 +348,11 @@ def test_an_op_less_state_shaped_by_init_must_hold_metrics() -> None:
     assert isinstance(Nested().inner, sm.Sum)
     with pytest.raises(TypeError, match="Bare: state field 'total' declares no reduce op"):
         Bare()
+
+
+@pytest.mark.parametrize("entry", CATALOGUE, ids=lambda e: e.id)
+def test_the_leaves_compute_reads_off_the_states_are_the_pytree_leaves(entry: Entry) -> None:
+    # _owned and _is_empty read a metric's leaves on every compute without the pytree walk where they can
+    m = feed(entry.make(), data(entry.kind, 7, 0))
+    for x in (entry.make(), m, m.reduce(), sm.Collection(a=m)):
+        assert [id(t) for t in metric_module._leaves(x)] == [id(t) for t in sm.tree.leaves(x)]
