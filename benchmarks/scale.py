@@ -19,6 +19,11 @@ Modelled (assumptions written in ``NETWORKS``): each measured call costs
 at ``HOST_OP_US`` per counted operation; TorchMetrics' host operations are
 fitted as ``a + b * P`` over the measured sizes (it trims every peer's tensor
 in Python), ours are taken at the largest size measured (they do not grow).
+A count of operations misses the Python around them (and charges a storage
+pointer read like a kernel), so ours are also modelled with the host time
+``loopback_host`` measures: rank 0 of a world of P alone in one process, its
+thread CPU time outside the collectives (threads of ``simulate`` and processes
+of gloo share this machine's two cores, which inflates theirs).
 
 Run: ``python benchmarks/scale.py`` (``--quick``: gloo at 2 and 4 only).
 Prints Markdown tables and writes ``benchmarks/results/scale.json``.
@@ -28,7 +33,10 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import _common
@@ -39,6 +47,7 @@ SMALL = 100
 CLASSES = 1000
 THRESHOLDS = 10_000
 HOST_OP_US = 2.0  # microseconds per host tensor operation (dispatch of a small op on a recent CPU)
+HOST_REPEAT = 7  # computes whose host time ``loopback_host`` measures (median)
 
 NETWORKS = {
     # alpha: seconds per message step; beta: seconds per byte on the slowest link of the schedule.
@@ -170,6 +179,57 @@ class CommLog:
         self.comm = Logged()
 
 
+def loopback_host(size: int, case: str) -> float:
+    """Rank 0's host seconds of one ``compute()`` of ``case`` in a world of ``size``, alone in this process.
+
+    The communicator echoes: every peer holds rank 0's state, gathers stack copies of it
+    and reductions return it, so the exchange takes the plan of ``size`` ranks (fingerprints
+    agree) with no other process or thread on the CPU. Host time is this thread's CPU time
+    less the time inside the echoing calls (median of ``HOST_REPEAT`` computes); unlike a
+    count of operations it includes the Python around them.
+    """
+    import scopedmetrics as sm
+    from scopedmetrics.comm import Comm
+    from scopedmetrics.reducers import Collective
+
+    inside = [0.0]
+
+    def timed(call: Callable[[], Any]) -> Any:
+        start = time.thread_time()
+        try:
+            return call()
+        finally:
+            inside[0] += time.thread_time() - start
+
+    class Echo(Comm):
+        rank, timeout = 0, 60.0
+
+        def __init__(self) -> None:
+            self.size = size
+
+        def all_gather(self, t: torch.Tensor) -> list[torch.Tensor]:
+            return timed(lambda: [t.clone() for _ in range(size)])
+
+        def all_gather_into(self, t: torch.Tensor) -> torch.Tensor:
+            return timed(lambda: t.unsqueeze(0).repeat(size, *([1] * t.ndim)))
+
+        def all_reduce(self, t: torch.Tensor, op: str) -> torch.Tensor:
+            return timed(lambda: t.clone())
+
+        def subcomm(self, members: list[int]) -> Comm:
+            raise NotImplementedError
+
+    tree = sm_case(case, 0)
+    with sm.use_reducer(Collective(Echo())):
+        sm_compute(tree)  # warm
+        samples = []
+        for _ in range(HOST_REPEAT):
+            spent, start = inside[0], time.thread_time()
+            sm_compute(tree)
+            samples.append(time.thread_time() - start - (inside[0] - spent))
+    return statistics.median(samples)
+
+
 def sent_bytes(log: list[tuple[str, int]], p: int) -> float:
     """Bytes one rank sends for ``log`` under ring schedules (all_gather: (P-1)n; all_reduce: 2(P-1)/P n)."""
     total = 0.0
@@ -273,6 +333,7 @@ def main() -> None:
                 print(f"simulate {size}, case {case} ...", flush=True)
                 sims[size, case] = simulated(size, case)
 
+    hosts = {(size, case): loopback_host(size, case) for (size, case) in sims}
     rows = []
     for size in gloo_sizes:
         for case in cases:
@@ -300,15 +361,17 @@ def main() -> None:
                 "-",
                 r["sm_ops"],
                 "-",
+                hosts[size, case] * 1e3,
             ]
         )
     print()
-    print("Measured (rank 0 of one compute(); bytes sent per rank under ring schedules):")
+    print("Measured (rank 0 of one compute(); bytes sent per rank under ring schedules; host ms: loopback_host):")
     print(
         _common.table(
-            ["world", "case", "sm calls", "tm calls", "sm kB sent", "tm kB sent", "sm host ops", "tm host ops"],
-            rows,
-            digits=[0, 0, 0, 0, 1, 1, 0, 0],
+            ["world", "case", "sm calls", "tm calls", "sm kB sent", "tm kB sent", "sm host ops", "tm host ops",
+             "sm host ms"],
+            [r + ["-"] if len(r) == 8 else r for r in rows],
+            digits=[0, 0, 0, 0, 1, 1, 0, 0, 2],
         )
     )
 
@@ -316,9 +379,11 @@ def main() -> None:
     sim_big = max(s for s, c in sims if c == "B")
     model_rows = []
     for case in cases:
-        ours = sims.get((max(s for s, c in sims if c == case), case))
+        at = max(s for s, c in sims if c == case)
+        ours = sims.get((at, case))
         ours_log = ours["sm_calls"] if ours else measured[big][case]["sm_calls"]
         ours_ops = ours["sm_ops"] if ours else measured[big][case]["sm_ops"]
+        ours_host = hosts[at, case]
         theirs_log = measured[big][case]["tm_calls"]
         a, b = fit_linear([(s, measured[s][case]["tm_ops"]) for s in gloo_sizes])
         for world in (64, 1024, 4096, 16384):
@@ -328,6 +393,7 @@ def main() -> None:
                 sched = "tree"
                 t_sm = modelled(ours_log, ours_ops, world, net, sched)
                 t_tm = modelled(theirs_log, a + b * world, world, net, sched)
+                t_host = modelled(ours_log, 0, world, net, sched) + ours_host
                 model_rows.append(
                     [
                         case,
@@ -336,14 +402,22 @@ def main() -> None:
                         t_sm * 1e3,
                         t_tm * 1e3,
                         _common.ratio(t_sm * 1e3, t_tm * 1e3),
+                        t_host * 1e3,
                     ]
                 )
     print()
     print(
         f"Modelled (calls as measured: ours in the reduce plan at P={sim_big} simulated, TorchMetrics at gloo "
-        f"P={big}; tree all_reduce, ring all_gather; {HOST_OP_US} us per host op):"
+        f"P={big}; tree all_reduce, ring all_gather; {HOST_OP_US} us per host op; last column: ours with the "
+        "host time measured by loopback_host instead):"
     )
-    print(_common.table(["case", "P", "network", "sm ms", "tm ms", "sm/tm"], model_rows, digits=[0, 0, 0, 3, 1, 4]))
+    print(
+        _common.table(
+            ["case", "P", "network", "sm ms", "tm ms", "sm/tm", "sm ms, measured host"],
+            model_rows,
+            digits=[0, 0, 0, 3, 1, 4, 3],
+        )
+    )
     _common.save(
         "scale",
         {
@@ -353,12 +427,14 @@ def main() -> None:
                 "simulated_sizes": sim_sizes,
                 "networks": NETWORKS,
                 "host_op_us": HOST_OP_US,
+                "host_repeat": HOST_REPEAT,
                 "small_metrics": SMALL,
                 "classes": CLASSES,
                 "thresholds": THRESHOLDS,
             },
             "measured_gloo": {str(k): v for k, v in measured.items()},
             "measured_simulate": {f"{k[0]}:{k[1]}": v for k, v in sims.items()},
+            "loopback_host_s": {f"{k[0]}:{k[1]}": v for k, v in hosts.items()},
             "model": model_rows,
         },
         args,

@@ -48,7 +48,12 @@ def walk(m: Metric, prefix: str, units: list[Leaf | Merge], desc: list[str]) -> 
         desc.append(f"{prefix}: merge " + ", ".join(f"{t.dtype} {t.ndim}-d" for t in tree.leaves(m)))
         return
     for name, value, op in m._state_items():
-        paths, xs, _ = tree.flatten_with_path(value, is_leaf=is_metric)
+        paths: list[str]
+        xs: list[Any]
+        if isinstance(value, torch.Tensor):  # the usual state: one leaf, no tree to walk
+            paths, xs = [""], [value]
+        else:
+            paths, xs, _ = tree.flatten_with_path(value, is_leaf=is_metric)
         for path, x in zip(paths, xs):
             p = path_str(prefix, name, *([path] if path else []))
             if is_metric(x):
@@ -111,10 +116,19 @@ class Units:
             for u in self.units[at : at + n]:
                 flat += [next(next_leaf)] if isinstance(u, Leaf) else tree.leaves(next(next_merge))
             at += n
-            out[i] = tree.unflatten(tree.structure(self.metrics[i]), flat)
-            if "_cfg" in self.metrics[i].__dict__:  # the same configuration: keep its canonical form
-                out[i].__dict__["_cfg"] = self.metrics[i].__dict__["_cfg"]
+            out[i] = _rebuilt(self.metrics[i], flat)
         return [m._with_mark(True) for m in out]
+
+
+def _rebuilt(m: Metric, leaves: list[torch.Tensor]) -> Metric:
+    """``m`` holding ``leaves`` in leaf order (its configuration, and its canonical form, kept)."""
+    d, states = m.__dict__, m._layout.states
+    if not m._custom_tree and len(leaves) == len(states) and all(isinstance(d[n], torch.Tensor) for n in states):
+        return m._rebuild(dict(zip(states, leaves)), reduced=True)  # a tensor per state: no tree to rebuild
+    out = tree.unflatten(tree.structure(m), leaves)
+    if "_cfg" in d:
+        out.__dict__["_cfg"] = d["_cfg"]
+    return cast("Metric", out)
 
 
 _SPLITS: dict[tuple[Any, int, tuple[int, ...]], list[int]] = {}

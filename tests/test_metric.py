@@ -16,6 +16,7 @@ from torch.testing import assert_close
 
 import scopedmetrics as sm
 from scopedmetrics import metric as metric_module
+from scopedmetrics import sync as sync_module
 
 
 class Bins(sm.Metric):
@@ -356,3 +357,17 @@ def test_the_leaves_compute_reads_off_the_states_are_the_pytree_leaves(entry: En
     m = feed(entry.make(), data(entry.kind, 7, 0))
     for x in (entry.make(), m, m.reduce(), sm.Collection(a=m)):
         assert [id(t) for t in metric_module._leaves(x)] == [id(t) for t in sm.tree.leaves(x)]
+
+
+@pytest.mark.parametrize("entry", CATALOGUE, ids=lambda e: e.id)
+def test_a_reduced_metric_rebuilt_off_its_states_is_the_one_the_pytree_rebuilds(entry: Entry) -> None:
+    # the reduction puts reduced leaves back by _rebuild where every state is a tensor, else by the pytree
+    m = feed(entry.make(), data(entry.kind, 7, 0))
+    m._config()  # cached, as after a first reduction
+    leaves = [t.clone() for t in sm.tree.leaves(m)]
+    fast = sync_module._rebuilt(m, leaves)._with_mark(True)
+    walked = sm.tree.unflatten(sm.tree.structure(m), leaves)._with_mark(True)
+    assert type(fast) is type(walked) and fast._reduced and walked._reduced
+    assert [id(t) for t in sm.tree.leaves(fast)] == [id(t) for t in leaves]
+    assert sm.tree.structure(fast) == sm.tree.structure(walked)
+    assert fast._config() == m._config()
