@@ -19,7 +19,7 @@ from typing import Any, Literal, NamedTuple, TypeVar, cast, overload
 import optree
 
 from scopedmetrics import overlap
-from scopedmetrics.metric import Metric, _is_metric
+from scopedmetrics.metric import Metric, _is_metric, compute_for
 from scopedmetrics.overlap import Pending
 from scopedmetrics.reducers import Collective, Reducer
 from scopedmetrics.rooted import check_root, compute_on
@@ -272,6 +272,11 @@ class _Metrics(NamedTuple):
         """The tree with every metric reduced by ``reducer``, in one pass."""
         return optree.tree_unflatten(self.spec, reduce_metrics(self.metrics, self.names, reducer))
 
+    def computed(self, reducer: Reducer) -> Any:
+        """The tree of every metric's value after one reduction by ``reducer``."""
+        reduced = reduce_metrics(self.metrics, self.names, reducer)
+        return optree.tree_unflatten(self.spec, [compute_for(r, m) for r, m in zip(reduced, self.metrics)])
+
 
 @overload
 def reduce(tree: T, *, async_op: Literal[False] = False) -> T: ...
@@ -324,5 +329,5 @@ def compute(tree: Any, *, root: int | None = None, async_op: bool = False) -> An
         check_root(root, reducer.size)
         run = lambda r: compute_on(*parts, root, cast(Collective, r))  # noqa: E731 - a channel, or reducer itself
     else:
-        run = lambda r: optree.tree_map(lambda m: m.compute(), parts.reduced(r), is_leaf=_is_metric)  # noqa: E731
+        run = parts.computed
     return overlap.start(reducer, run) if async_op else run(reducer)

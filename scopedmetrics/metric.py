@@ -60,33 +60,54 @@ def _full_precision() -> contextlib.ExitStack[bool | None]:
 
 
 def _reducing(compute: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a subclass's ``compute`` so it runs on a reduced state, reducing once.
+    """Wrap a subclass's ``compute`` so it runs on a reduced state, reducing once (``_computed``)."""
+
+    @functools.wraps(compute)
+    def wrapper(self: Metric, *args: Any, **kwargs: Any) -> Any:
+        return _computed(compute, self, self, args, kwargs)
+
+    wrapper._sm_wrapped = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _computed(compute: Callable[..., Any], metric: Metric, held: Metric, args: Any, kwargs: Any) -> Any:
+    """``compute`` of ``metric``, reduced first unless it is; ``held`` is the metric the caller holds.
 
     The outermost call also warns when the reduced state is empty: no
     participant folded a sample in, the usual sign of ``m.update(...)`` whose
     result was dropped, and hands back a value that shares no memory with
-    the state (``_owned``).
+    ``held``'s states (``_owned``). A reduced copy made inside the call may
+    share memory with the value: nobody else can reach it. In one process the
+    reducer passes the states through, so there the value is a copy; after a
+    collective, whose states are new, it is not copied again.
     """
+    if _any_autocast() and not torch.compiler.is_compiling():
+        with _full_precision():
+            return _computed(compute, metric, held, args, kwargs)
+    if not metric._reduced:
+        metric = metric.reduce()
+    depth = getattr(_NESTING, "depth", 0)
+    if depth == 0:
+        metric._warn_if_empty()
+    _NESTING.depth = depth + 1
+    try:
+        value = compute(metric, *args, **kwargs)
+    finally:
+        _NESTING.depth = depth
+    return _owned(value, held) if depth == 0 else value
 
-    @functools.wraps(compute)
-    def wrapper(self: Metric, *args: Any, **kwargs: Any) -> Any:
-        if _any_autocast() and not torch.compiler.is_compiling():
-            with _full_precision():
-                return wrapper(self, *args, **kwargs)
-        if not self._reduced:
-            self = self.reduce()
-        depth = getattr(_NESTING, "depth", 0)
-        if depth == 0:
-            self._warn_if_empty()
-        _NESTING.depth = depth + 1
-        try:
-            value = compute(self, *args, **kwargs)
-        finally:
-            _NESTING.depth = depth
-        return _owned(value, self) if depth == 0 else value
 
-    wrapper._sm_wrapped = True  # type: ignore[attr-defined]
-    return wrapper
+def compute_for(reduced: Metric, held: Metric) -> Any:
+    """``reduced.compute()`` for a caller who holds ``held``, the metric ``reduced`` was reduced from.
+
+    ``sm.compute`` of a tree reduces every metric in one pass and then computes
+    each: the values must share no memory with what the caller holds, and may
+    share it with the reduced copies, which the caller never sees.
+    """
+    compute = getattr(type(reduced).compute, "__wrapped__", None)
+    if compute is None:  # a compute left unwrapped (none in the catalogue)
+        return reduced.compute()
+    return _computed(compute, reduced, held, (), {})
 
 
 def _owned(value: Any, metric: Metric) -> Any:

@@ -158,6 +158,32 @@ def test_changing_a_computed_value_in_place_leaves_the_metric_unchanged(name: st
     assert_close(m.compute(), want)
 
 
+def mutated_values_case(rank: int) -> list[bool]:
+    """Each alias case's value zeroed in place after a reduction over the world: is the metric unchanged?"""
+    out = []
+    for m in _alias_cases().values():
+        m = m.update(*_alias_batch(m)) if rank % 2 else m  # unequal states on the ranks
+        for compute in (lambda m=m: m.compute(), lambda m=m: sm.compute({"m": m})["m"]):
+            want = optree.tree_map(torch.clone, compute())
+            for v in optree.tree_leaves(compute()):
+                v.zero_()
+            got = compute()
+            out.append(all(torch.equal(a, b) for a, b in zip(optree.tree_leaves(got), optree.tree_leaves(want))))
+    return out
+
+
+def _alias_batch(m: Any) -> tuple[torch.Tensor, ...]:
+    if isinstance(m, (sm.Sum, sm.Cat)):
+        return (torch.tensor([5.0]),)
+    return torch.tensor([1, 1]), torch.tensor([1, 0])
+
+
+def test_changing_a_value_computed_across_processes_in_place_leaves_the_metric_unchanged(world: Any) -> None:
+    # after a collective the reduced states are new and the value is not copied again; it must still not be the
+    # caller's state (a world of one passes states through)
+    assert world.run(mutated_values_case, 2) == [[True] * 10] * 2
+
+
 def test_compute_and_update_from_a_mixin_reduce_and_fold_too(world: Any) -> None:
     assert world.run(mixed_sum_case, 3) == [(6.0, False)] * 3  # every rank's sum, no autograd history
     reduced = MixedSum().update(torch.ones(2)).reduce()
