@@ -132,8 +132,9 @@ def class_counts(
     device-side assert, ``tally`` both columns at once, which takes a
     ``bincount`` there (``index_add=None`` picks by device).
 
-    ``scored`` says every ``p`` is in ``[0, c)`` by construction (an argmax of
-    scores). Then, up to ``PAIRS_MAX`` classes and below ``PAIRS_ROWS``
+    ``scored`` says every ``p`` is in ``[0, c)`` by construction (an argmax
+    over at most ``c`` scores; the caller decides, as with more columns than
+    classes an argmax lands past the end). Then, up to ``PAIRS_MAX`` classes and below ``PAIRS_ROWS``
     samples, without ``keep``, one lookup of ``t * c + p`` in
     ``pairs`` gives both positions of every sample and one ``put`` counts
     them at those flat positions: three ops and no views instead of seven
