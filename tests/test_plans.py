@@ -102,6 +102,28 @@ def test_both_plans_agree_in_gloo(world: Any) -> None:
                 ), (id_, k)
 
 
+def untouched_case(rank: int, ids: list[str], name: str) -> list[bool]:
+    """Whether reducing each entry left the caller's metric holding the states it held (collectives work in place)."""
+    out = []
+    for i, id_ in enumerate(ids):
+        entry = catalogue.BY_ID[id_]
+        m = catalogue.feed(entry.make(), catalogue.data(entry.kind, 23, seed=i), uneven_slices(23, 3, seed=i + 3)[rank])
+        before = {k: v.clone() for k, v in catalogue.state_of(m).items()}
+        with plan(name):
+            m.reduce()
+        after = catalogue.state_of(m)
+        out.append(all(torch.equal(before[k], after[k]) or torch.isnan(before[k]).any().item() for k in before))
+    return out
+
+
+def test_a_reduction_leaves_the_caller_s_states_as_they_were(world: Any) -> None:
+    # gloo's all_reduce writes into the buffer it is given: a bucket of one leaf must travel as a copy too
+    ids = _fixed_size_ids()[::3]
+    for name in ("gather", "reduce"):
+        with plan(name):
+            assert world.run(untouched_case, 3, ids, name) == [[True] * len(ids)] * 3, name
+
+
 _FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=32)
 
 
