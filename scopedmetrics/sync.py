@@ -117,18 +117,19 @@ class Units:
                 flat += [next(next_leaf)] if isinstance(u, Leaf) else tree.leaves(next(next_merge))
             at += n
             out[i] = _rebuilt(self.metrics[i], flat)
-        return [m._with_mark(True) for m in out]
+        done = set(self.todo)  # marked by _rebuilt; the others came reduced
+        return [m if i in done else m._with_mark(True) for i, m in enumerate(out)]
 
 
 def _rebuilt(m: Metric, leaves: list[torch.Tensor]) -> Metric:
-    """``m`` holding ``leaves`` in leaf order (its configuration, and its canonical form, kept)."""
+    """``m`` holding ``leaves`` in leaf order, marked reduced (its configuration, and its canonical form, kept)."""
     d, states = m.__dict__, m._layout.states
     if not m._custom_tree and len(leaves) == len(states) and all(isinstance(d[n], torch.Tensor) for n in states):
         return m._rebuild(dict(zip(states, leaves)), reduced=True)  # a tensor per state: no tree to rebuild
     out = tree.unflatten(tree.structure(m), leaves)
     if "_cfg" in d:
         out.__dict__["_cfg"] = d["_cfg"]
-    return cast("Metric", out)
+    return cast("Metric", out)._with_mark(True)
 
 
 _SPLITS: dict[tuple[Any, int, tuple[int, ...]], list[int]] = {}
