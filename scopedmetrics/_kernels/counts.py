@@ -10,6 +10,9 @@ there the kernels take ``bincount``, which drops positions past the end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 INDEX_ADD_MAX = 1 << 16  # above this many samples ``tally`` takes one bincount pass on the CPU too
@@ -18,6 +21,22 @@ PAIRS_MAX = 128  # classes up to which ``class_counts`` looks a scored batch's p
 PAIRS_ROWS = 1 << 11  # ... below this many samples (from about here the two ``index_add`` are as fast)
 
 _FULL: dict[tuple[int, int, torch.dtype, torch.device], torch.Tensor] = {}
+_PAIRS: dict[tuple[int, torch.device], torch.Tensor] = {}
+
+
+def _kept(store: dict[Any, torch.Tensor], key: Any, limit: int, make: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """``store[key]``, made by ``make`` on first use and only read after; at most ``limit`` kept.
+
+    Nothing is kept while tracing: a traced function holds no global state.
+    """
+    if torch.compiler.is_compiling():
+        return make()
+    found = store.get(key)
+    if found is None:
+        if len(store) >= limit:  # keys that keep changing (batch sizes): do not hoard
+            store.clear()
+        found = store[key] = make()
+    return found
 
 
 def full(n: int, value: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -27,18 +46,7 @@ def full(n: int, value: int, dtype: torch.dtype, device: torch.device) -> torch.
         >>> full(3, 1, torch.long, torch.device("cpu"))
         tensor([1, 1, 1])
     """
-    if torch.compiler.is_compiling():  # no global state inside a traced function
-        return torch.full((n,), value, dtype=dtype, device=device)
-    key = (n, value, dtype, device)
-    found = _FULL.get(key)
-    if found is None:
-        if len(_FULL) >= 64:  # batch sizes that keep changing: do not hoard
-            _FULL.clear()
-        found = _FULL[key] = torch.full((n,), value, dtype=dtype, device=device)
-    return found
-
-
-_PAIRS: dict[tuple[int, torch.device], torch.Tensor] = {}
+    return _kept(_FULL, (n, value, dtype, device), 64, lambda: torch.full((n,), value, dtype=dtype, device=device))
 
 
 def pairs(c: int, device: torch.device) -> torch.Tensor:
@@ -53,16 +61,12 @@ def pairs(c: int, device: torch.device) -> torch.Tensor:
                 [1, 5],
                 [3, 5]])
     """
-    key = (c, device)
-    found = _PAIRS.get(key)
-    if found is None:
+
+    def make() -> torch.Tensor:
         t, p = torch.arange(c, device=device).repeat_interleave(c), torch.arange(c, device=device).repeat(c)
-        found = torch.stack([torch.add(p != t, p, alpha=3), torch.add(torch.full_like(t, 2), t, alpha=3)], dim=1)
-        if not torch.compiler.is_compiling():  # no global state inside a traced function
-            if len(_PAIRS) >= 16:
-                _PAIRS.clear()
-            _PAIRS[key] = found
-    return found
+        return torch.stack([torch.add(p != t, p, alpha=3), torch.add(torch.full_like(t, 2), t, alpha=3)], dim=1)
+
+    return _kept(_PAIRS, (c, device), 16, make)
 
 
 def tally(counts: torch.Tensor, index: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
@@ -132,16 +136,16 @@ def class_counts(
     device-side assert, ``tally`` both columns at once, which takes a
     ``bincount`` there (``index_add=None`` picks by device).
 
-    ``scored`` says every ``p`` is in ``[0, c)`` by construction (an argmax
-    over at most ``c`` scores; the caller decides, as with more columns than
-    classes an argmax lands past the end). Then, up to ``PAIRS_MAX`` classes and below ``PAIRS_ROWS``
-    samples, without ``keep``, one lookup of ``t * c + p`` in
-    ``pairs`` gives both positions of every sample and one ``put`` counts
-    them at those flat positions: three ops and no views instead of seven
-    ops and two views (``put`` would wrap a negative position, but every
-    position ``pairs`` holds is in range). The key leaves ``[0, c * c)``
-    exactly when ``t`` leaves ``[0, c)``, and ``index_select`` raises
-    ``IndexError`` for it (negative keys too). Labels whose ``3t`` or
+    ``scored`` says every ``p`` is in ``[0, c)`` by construction: an argmax
+    over at most ``c`` scores (the caller decides; over more columns than
+    classes an argmax lands past the end). Then, up to ``PAIRS_MAX`` classes
+    and below ``PAIRS_ROWS`` samples, without ``keep``, one lookup of
+    ``t * c + p`` in ``pairs`` gives both positions of every sample and one
+    ``put`` counts them at those flat positions: three ops and no views
+    instead of seven ops and two views (``put`` would wrap a negative
+    position, but every position ``pairs`` holds is in range). The key leaves
+    ``[0, c * c)`` exactly when ``t`` leaves ``[0, c)``, and ``index_select``
+    raises ``IndexError`` for it (negative keys too). Labels whose ``3t`` or
     ``c * t`` overflows int64 wrap on either path: the metrics' label checks
     (``validate_args=True``) refuse them first.
 
