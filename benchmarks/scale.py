@@ -348,6 +348,7 @@ def main() -> None:
                     sent_bytes(r["tm_calls"], size) / 1e3,
                     r["sm_ops"],
                     r["tm_ops"],
+                    "-",
                 ]
             )
     for (size, case), r in sims.items():
@@ -370,7 +371,7 @@ def main() -> None:
         _common.table(
             ["world", "case", "sm calls", "tm calls", "sm kB sent", "tm kB sent", "sm host ops", "tm host ops",
              "sm host ms"],
-            [r + ["-"] if len(r) == 8 else r for r in rows],
+            rows,
             digits=[0, 0, 0, 0, 1, 1, 0, 0, 2],
         )
     )

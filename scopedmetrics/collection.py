@@ -19,7 +19,7 @@ from typing import Any, Literal, NamedTuple, TypeVar, cast, overload
 import optree
 
 from scopedmetrics import overlap
-from scopedmetrics.metric import Metric, _is_metric, compute_for
+from scopedmetrics.metric import Metric, _compute_for, _is_metric
 from scopedmetrics.overlap import Pending
 from scopedmetrics.reducers import Collective, Reducer
 from scopedmetrics.rooted import check_root, compute_on
@@ -275,7 +275,7 @@ class _Metrics(NamedTuple):
     def computed(self, reducer: Reducer) -> Any:
         """The tree of every metric's value after one reduction by ``reducer``."""
         reduced = reduce_metrics(self.metrics, self.names, reducer)
-        return optree.tree_unflatten(self.spec, [compute_for(r, m) for r, m in zip(reduced, self.metrics)])
+        return optree.tree_unflatten(self.spec, [_compute_for(r, m) for r, m in zip(reduced, self.metrics)])
 
 
 @overload

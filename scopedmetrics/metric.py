@@ -97,7 +97,7 @@ def _computed(compute: Callable[..., Any], metric: Metric, held: Metric, args: A
     return _owned(value, held) if depth == 0 else value
 
 
-def compute_for(reduced: Metric, held: Metric) -> Any:
+def _compute_for(reduced: Metric, held: Metric) -> Any:
     """``reduced.compute()`` for a caller who holds ``held``, the metric ``reduced`` was reduced from.
 
     ``sm.compute`` of a tree reduces every metric in one pass and then computes
@@ -105,7 +105,7 @@ def compute_for(reduced: Metric, held: Metric) -> Any:
     share it with the reduced copies, which the caller never sees.
     """
     compute = getattr(type(reduced).compute, "__wrapped__", None)
-    if compute is None:  # a compute left unwrapped (none in the catalogue)
+    if compute is None:  # Metric's own compute: the class defines none, and this call says so
         return reduced.compute()
     return _computed(compute, reduced, held, (), {})
 

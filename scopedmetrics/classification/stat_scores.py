@@ -246,7 +246,7 @@ class MulticlassCounts(Metric):
         c = self.num_classes  # type: ignore[attr-defined]
         p, t, keep = multiclass_labels(owner, preds, target)
         if c is None:
-            return self.replace(counts=_micro_counts(self.counts, p, t, keep))  # type: ignore[attr-defined]
+            return self._rebuild({"counts": _micro_counts(self.counts, p, t, keep)})  # type: ignore[attr-defined]
         scored = preds.is_floating_point() and preds.shape[1] <= c  # an argmax over at most c scores: p in [0, c)
         try:
             counts = class_counts(self.counts, p, t, keep, c, scored=scored)  # type: ignore[attr-defined]
