@@ -21,7 +21,7 @@ import optree
 from scopedmetrics import overlap
 from scopedmetrics.metric import Metric, _compute_for, _is_metric
 from scopedmetrics.overlap import Pending
-from scopedmetrics.reducers import Collective, Reducer
+from scopedmetrics.reducers import Collective, Local, Reducer
 from scopedmetrics.rooted import check_root, compute_on
 from scopedmetrics.scope import get_reducer
 from scopedmetrics.sync import reduce_metrics
@@ -310,8 +310,9 @@ def compute(tree: Any, *, root: int | None = None, async_op: bool = False) -> An
 
     ``root=r`` computes on rank ``r`` alone and broadcasts the values, so only
     ``r`` ever holds every rank's ``cat`` rows (exact curves, retrieval, mAP);
-    the values are the same. Without a ``Collective`` reducer in scope (one
-    process, a plain function) it changes nothing. ``async_op=True`` returns a
+    the values are the same. In one process (or a group of one) it changes
+    nothing, and only ``root=0`` names a rank; under a plain-function reducer
+    it changes nothing. ``async_op=True`` returns a
     handle whose ``wait()`` gives the values, reduced and computed on a thread
     as ``sm.reduce(tree, async_op=True)`` reduces.
 
@@ -329,5 +330,7 @@ def compute(tree: Any, *, root: int | None = None, async_op: bool = False) -> An
         check_root(root, reducer.size)
         run = lambda r: compute_on(*parts, root, cast(Collective, r))  # noqa: E731 - a channel, or reducer itself
     else:
+        if root is not None and isinstance(reducer, Local):
+            check_root(root, 1)  # one process, or a group of one: rank 0 alone
         run = parts.computed
     return overlap.start(reducer, run) if async_op else run(reducer)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -452,10 +453,7 @@ def _join_cat(
     odd = (kinds != kinds[0]).any(1).nonzero().reshape(-1)
     if odd.numel():
         r0, r = int(full[0]), int(full[int(odd[0])])
-        raise SyncError(
-            f"participants disagree on cat state {path!r}: rank {r} holds {_rows(meta[r])} but rank {r0} holds "
-            f"{_rows(meta[r0])}"
-        )
+        raise _rows_disagree(path, r, _rows(meta[r]), r0, _rows(meta[r0]))
     dtype, ndim = wire.dtype(int(meta[full[0], 0])), int(meta[full[0], 1])
     size = dtype.itemsize  # pieces start 16-aligned in rows of a multiple of 16 bytes: readable as ``dtype``
     n = meta[full, 3] // size
@@ -466,9 +464,32 @@ def _join_cat(
     return held.reshape(-1, *meta[full[0], 4 : 3 + ndim].tolist())
 
 
+def check_rows(path: str, held: Sequence[tuple[int, torch.Tensor]]) -> None:
+    """Refuse ``cat`` rows of one state that differ across ranks in dtype or row shape, as the exchange does.
+
+    ``held`` is ``(rank, rows)`` for each rank holding some, in rank order: for a
+    caller that joins rows it received whole (``sm.compute(tree, root=r)``).
+    """
+    r0, first = held[0]
+    for r, x in held[1:]:
+        if x.dtype != first.dtype or x.shape[1:] != first.shape[1:]:
+            theirs, mine = _rows_text(x.dtype, x.shape[1:]), _rows_text(first.dtype, first.shape[1:])
+            raise _rows_disagree(path, r, theirs, r0, mine)
+
+
+def _rows_disagree(path: str, r: int, theirs: str, r0: int, first: str) -> SyncError:
+    return SyncError(
+        f"participants disagree on cat state {path!r}: rank {r} holds {theirs} but rank {r0} holds {first}"
+    )
+
+
 def _rows(meta: torch.Tensor) -> str:
     ndim = int(meta[1])
-    return f"{wire.dtype(int(meta[0]))} rows of shape {tuple(meta[4 : 3 + ndim].tolist())}"
+    return _rows_text(wire.dtype(int(meta[0])), meta[4 : 3 + ndim].tolist())
+
+
+def _rows_text(dtype: torch.dtype, trailing: Sequence[int]) -> str:
+    return f"{dtype} rows of shape {tuple(trailing)}"
 
 
 def _bytes(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:

@@ -26,7 +26,7 @@ import torch
 
 from scopedmetrics import tree, wire
 from scopedmetrics.errors import SyncError
-from scopedmetrics.exchange import Leaf, Merge, collective_reduce, fold
+from scopedmetrics.exchange import Leaf, Merge, check_rows, collective_reduce, fold
 from scopedmetrics.metric import Metric
 from scopedmetrics.reducers import Collective
 from scopedmetrics.state import is_empty_cat
@@ -88,10 +88,12 @@ def _joined(plan: Units, fixed: Sequence[torch.Tensor], rows: list[Leaf], merges
     """The reduced metrics on ``root``: every rank's rows joined and states folded, in rank order."""
     parts = [wire.unpack(row) for row in gathered]
     joined = []
-    for j in range(len(rows)):
+    for j, leaf in enumerate(rows):
         pieces = [p[j] for p in parts]
-        full = [x for x in pieces if not is_empty_cat(x)]
-        joined.append(torch.cat(full) if full else pieces[0])
+        full = [(r, x) for r, x in enumerate(pieces) if not is_empty_cat(x)]
+        if full:
+            check_rows(leaf.path, full)  # torch.cat would promote dtypes: the exchange refuses them
+        joined.append(torch.cat([x for _, x in full]) if full else pieces[0])
     merged, at = [], len(rows)
     for u in merges:
         structure, k = tree.structure(u.metric), len(tree.leaves(u.metric))

@@ -104,6 +104,23 @@ def test_ranks_that_name_different_roots_disagree(world: Any) -> None:
         assert not ok and isinstance(err, sm.SyncError) and "disagree" in str(err), err
 
 
+def odd_rows_case(rank: int, size: int, odd: str, async_op: bool) -> Any:
+    rows = {"dtype": torch.tensor([16777217]), "shape": torch.ones(1, 3), "ndim": torch.ones(1, 2, 2)}[odd]
+    x = rows if rank == 1 else torch.ones(2, 2) if odd != "dtype" else torch.tensor([0.5])
+    tree = {"emb": sm.Cat().update(x), "n": sm.Sum().update(torch.ones(1))}
+    return sm.compute(tree, root=0, async_op=True).wait() if async_op else sm.compute(tree, root=0)
+
+
+@pytest.mark.parametrize(("odd", "async_op"), [("dtype", False), ("shape", False), ("ndim", True)])
+def test_cat_rows_that_differ_across_ranks_are_refused_as_by_compute(world: Any, odd: str, async_op: bool) -> None:
+    # the root joined them with torch.cat: int64 16777217 beside float32 rows came back as 16777216.0
+    results = world.results(odd_rows_case, 3, 3, odd, async_op)
+    for ok, err in results:
+        assert not ok and isinstance(err, sm.SyncError), err
+        assert "disagree on cat state 'emb.value': rank 1 holds" in str(err), err
+    assert "rank 0 failed to compute" in str(results[1][1]) and "rank 0 failed" not in str(results[0][1])
+
+
 def subgroup_case(rank: int, size: int) -> Any:
     with sm.use_reducer(sm.subgroup(rank % 2)):  # ranks {0, 2} and {1, 3}; root 1 of each group
         return sm.compute(sm.Cat().update(torch.tensor([float(rank)])), root=1).tolist()
@@ -116,6 +133,9 @@ def test_root_is_a_rank_of_the_group_in_scope(world: Any) -> None:
 def test_a_bad_root_is_refused_and_one_process_needs_none() -> None:
     m = sm.Cat().update(torch.tensor([1.0, 2.0]))
     assert sm.compute(m, root=0).tolist() == [1.0, 2.0]  # no reducer in scope: nothing to gather
+    for bad in (1, -1):  # one process is a group of one: rank 1 was accepted there, refused in any real group
+        with pytest.raises(ValueError, match=r"argument `root` must be a rank in \[0, 1\)"):
+            sm.compute(m, root=bad)
     for bad in (2, -1, True, 0.0):
         with pytest.raises(ValueError, match="argument `root` must be a rank in"):
             sm.simulate(lambda r, bad=bad: sm.compute(m, root=bad), 2)
