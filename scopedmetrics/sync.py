@@ -175,15 +175,16 @@ def _members(comm: Comm, raw: bytes) -> list[int]:
     units = [Leaf("subgroup.length", length, "cat"), Leaf("subgroup.key", data, "cat")]
     (lengths, joined), _ = collective_reduce(comm, units, [], ["subgroup(key) keys"])
     keys, at = [], 0
-    for n in lengths.tolist():
-        keys.append(pickle.loads(bytes(joined[at : at + n].tolist())))  # no numpy needed
+    for r, n in enumerate(lengths.tolist()):
+        blob = bytes(joined[at : at + n].tolist())  # no numpy needed
         at += n
-    for r, k in enumerate(keys):
-        if type(k).__eq__ is cast(Any, object.__eq__) or not k == k:
+        k = pickle.loads(blob)
+        if not k == pickle.loads(blob):  # two copies, as two ranks' are: ``k == k`` holds for (x, nan)
             raise ValueError(
                 f"subgroup: rank {r}'s key {k!r} is not equal to itself across processes (NaN, or compared by "
                 "identity); keys are compared with ==, so use str, int, tuple or another value type"
             )
+        keys.append(k)
     mine = keys[comm.rank]
     return [r for r, k in enumerate(keys) if k == mine]
 

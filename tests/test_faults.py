@@ -476,9 +476,17 @@ class ByIdentity:
     """A key compared by identity: no two processes could ever hold equal ones."""
 
 
-@pytest.mark.parametrize("key", [float("nan"), ByIdentity()], ids=["nan", "identity"])
+@pytest.mark.parametrize(
+    "key",
+    [float("nan"), ByIdentity(), ("en", float("nan")), ("en", ByIdentity())],
+    ids=["nan", "identity", "nan-in-tuple", "identity-in-tuple"],
+)
 def test_a_key_unequal_to_itself_fails_on_every_rank(world: Any, key: Any) -> None:
-    """0.1 raised `ValueError: 0 is not in list` on the rank with the key, and nothing on the others."""
+    """0.1 raised `ValueError: 0 is not in list` on the rank with the key, and nothing on the others.
+
+    A tuple holding NaN equals itself (tuples compare items by identity first) but not
+    another process's copy: every rank was silently put in a group of one.
+    """
     for msg in world.run(bad_key_case, 2, key):
         assert msg.startswith("ValueError: subgroup: rank 1's key") and "not equal to itself" in msg, msg
 
