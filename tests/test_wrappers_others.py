@@ -151,6 +151,15 @@ def test_running_over_ranks_is_each_ranks_last_window_reduced_together() -> None
         assert_close(value, expected)
 
 
+@pytest.mark.parametrize("updates", [2, 3, 5, 7])
+def test_running_rows_come_oldest_first(updates: int) -> None:
+    # the slots were merged in slot order: after 5 updates to a window of 3, rows 3, 4, 2
+    m = Running(sm.Cat(), window=3)
+    for i in range(updates):
+        m = m.update(torch.tensor([float(i), float(i)]))
+    assert m.compute().tolist() == [float(i) for i in range(max(0, updates - 3), updates) for _ in range(2)]
+
+
 @pytest.mark.parametrize("name", ["PearsonCorrCoef", "R2Score"])
 def test_running_a_metric_with_its_own_merge_is_the_metric_of_the_last_window(name: str) -> None:
     # compute merged the reduced slots as they were and raised "cannot merge a reduced metric"

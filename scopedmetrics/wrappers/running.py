@@ -72,9 +72,11 @@ class Running(Metric):
             folded = [_ALONG[op](leaf, 0) for leaf, op in zip(leaves, leaf_ops(self.ring))]
             spec = tree.structure(self.metric)
             return tree.unflatten(spec, folded)._with_mark(True).compute()
-        acc = self.ring[0]._with_mark(False)  # the slots are reduced already: merged as plain states, then marked
-        for m in self.ring[1:]:
-            acc = acc.merge(m._with_mark(False))
+        w = self.window  # oldest slot first (the next one overwritten), so rows keep the order they came in
+        slots = [self.ring[(int(self.position) + i) % w]._with_mark(False) for i in range(w)]  # reduced already
+        acc = slots[0]
+        for m in slots[1:]:
+            acc = acc.merge(m)
         return acc._with_mark(True).compute()
 
 
