@@ -97,6 +97,11 @@ def exact(loader: Any) -> Iterator[tuple[Any, torch.Tensor]]:
         [([3.0, 7.0], [True, True]), ([1.0], [False])]
     """
     sampler = _sampler_of(loader)
+    if getattr(loader, "batch_sampler", True) is None:  # DataLoader(batch_size=None): each item is one sample
+        raise ValueError(
+            "sm.data.exact needs a batching DataLoader: with batch_size=None it yields single samples, whose first "
+            "dimension is no batch; pass batch_size=1 or more"
+        )
     seen = 0
     for batch in loader:
         n = _rows(batch)

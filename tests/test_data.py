@@ -93,3 +93,11 @@ def test_a_loader_without_a_distributed_sampler_is_refused(bad: Any) -> None:
         next(sm.data.exact(bad))
     with pytest.raises(TypeError, match="needs a torch.utils.data.DistributedSampler"):
         sm.data.repeated(bad.sampler)
+
+
+def test_a_loader_of_single_samples_is_refused() -> None:
+    # batch_size=None yields unbatched samples: the first dim of a (4,) sample was read as a batch of 4
+    data = torch.arange(20.0).reshape(5, 4)
+    loader = DataLoader(data, batch_size=None, sampler=DistributedSampler(data, num_replicas=2, rank=0))
+    with pytest.raises(ValueError, match="needs a batching DataLoader: with batch_size=None"):
+        next(sm.data.exact(loader))
