@@ -499,7 +499,8 @@ class Metric:
             value = batch._with_mark(True).compute()
         finally:
             _NESTING.depth = depth
-        return self.merge(batch), value
+        merged = self.merge(batch)  # an empty self's merge may hand back the batch's own states (a cat leaf)
+        return merged, _owned(value, merged)
 
     def plot(self, value: Any = None, ax: Any = None) -> tuple[Any, Any]:
         """Draw the value with matplotlib (``scopedmetrics.plot.plot``); returns ``(figure, axes)``.

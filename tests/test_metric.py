@@ -158,6 +158,20 @@ def test_changing_a_computed_value_in_place_leaves_the_metric_unchanged(name: st
     assert_close(m.compute(), want)
 
 
+@pytest.mark.parametrize("name", list(_alias_cases()))
+@pytest.mark.parametrize("first", [True, False])
+def test_changing_a_batch_value_of_forward_in_place_leaves_the_metric_unchanged(name: str, first: bool) -> None:
+    # forward on an empty Cat handed back the new metric's own rows as the batch value: v.zero_() zeroed the metric
+    m = _alias_cases()[name]
+    m = m.reset() if first else m
+    batch = _alias_batch(m)
+    new, value = m.forward(*batch)
+    want = optree.tree_map(torch.clone, new.compute())
+    for v in optree.tree_leaves(value):
+        v.zero_()
+    assert_close(new.compute(), want)
+
+
 def mutated_values_case(rank: int) -> list[bool]:
     """Each alias case's value zeroed in place after a reduction over the world: is the metric unchanged?"""
     out = []
