@@ -331,14 +331,31 @@ def test_spread_of_targets_far_from_zero_stays_accurate(seed: int, offset: float
 def test_state_dtypes_are_fixed_by_the_configuration() -> None:
     p, t = pair(0, (N, 2))
     ints = (p * 10).round().long(), (t * 10).round().long()
-    assert NormalizedRootMeanSquaredError(num_outputs=2).update(*ints).sum_target.dtype == torch.float64
-    assert RelativeSquaredError(2).update(*ints).sum_target_squared.dtype == torch.float64
+    assert NormalizedRootMeanSquaredError(num_outputs=2).update(*ints).m2.dtype == torch.float64
+    assert RelativeSquaredError(2).update(*ints).rss.dtype == torch.float64
     assert TweedieDevianceScore().update(*ints).sum_deviance_score.dtype == torch.float64
     assert LogCoshError(2).update(*ints).sum_log_cosh_error.dtype == torch.float32
     assert CriticalSuccessIndex(0.5).update(*ints).hits.dtype == torch.int64
     for m in (NormalizedRootMeanSquaredError(num_outputs=2), RelativeSquaredError(2), TweedieDevianceScore(),
               LogCoshError(2)):
         assert m.update(p, t).compute().dtype == torch.float32, type(m).__name__
+
+
+@pytest.mark.parametrize("offset", [1e4, 1e6, -1e8])
+def test_relative_errors_keep_the_spread_of_a_target_far_from_zero(offset: float) -> None:
+    # Σt² - (Σt)²/n cancelled: RSE 8.6e6 and NRMSE("std") 0.917 for 1.012 and 1.006 at 1e6 with spread 1e-2
+    g = torch.Generator().manual_seed(5)
+    t = offset + 0.01 * torch.randn(3000, 2, generator=g, dtype=torch.float64)
+    p = t + 0.01 * torch.randn(3000, 2, generator=g, dtype=torch.float64)
+    a, b = p.numpy(), t.numpy()
+    rse = (((b - a) ** 2).sum(0) / ((b - b.mean(0)) ** 2).sum(0)).mean()
+    std = np.sqrt(((b - a) ** 2).mean(0)) / b.std(0)
+    cuts = [slice(0, 0), slice(0, 1), slice(1, 1000), slice(1000, 3000)]  # an empty and a one-row shard
+    for m, want in ((RelativeSquaredError(2), rse), (NormalizedRootMeanSquaredError("std", 2), std)):
+        whole = m.update(p, t).compute()
+        ranks = sm.simulate(lambda r, m=m: m.update(p[cuts[r]], t[cuts[r]]).compute(), len(cuts))
+        for got in (whole, *ranks):
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
 
 
 def test_log_cosh_does_not_overflow() -> None:

@@ -5,6 +5,7 @@ error), so their states are running moments merged with Chan's formula (see
 ``_moments``), not raw sums of squares: a target around 1e4 with unit spread
 stays accurate in float32. The whole state is merged by ``merge``, which the
 library also uses to fold the participants' states in rank order.
+``TargetMoments`` is R²'s state; the relative errors (``relative.py``) hold it too.
 
 Degenerate cases follow scikit-learn (``force_finite=True``): a constant
 target scores 1.0 if predicted exactly, else 0.0. With no samples both are
@@ -15,16 +16,24 @@ explained variance of one sample is 1.0, as in scikit-learn.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from scopedmetrics.metric import Metric
 from scopedmetrics.regression import _moments
-from scopedmetrics.regression._inputs import check_bool, check_choice, check_positive_int, pair, squared_error_sum
+from scopedmetrics.regression._inputs import (
+    check_bool,
+    check_choice,
+    check_positive_int,
+    outputs_layout,
+    pair,
+    squared_error_sum,
+)
 from scopedmetrics.state import state, static
 
 MULTIOUTPUT = ("raw_values", "uniform_average", "variance_weighted")
+_T = TypeVar("_T", bound="TargetMoments")
 
 
 def _fraction(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
@@ -45,7 +54,48 @@ def _average(scores: torch.Tensor, weights: torch.Tensor, multioutput: str, sing
     return scores.mean()  # uniform, also the fallback when every target is constant
 
 
-class R2Score(Metric):
+class TargetMoments(Metric):
+    """Per output, the target's moments (Chan-merged, float64) and the residual sum of squares ``rss``.
+
+    The state of R² and of the errors relative to the target's spread
+    (``RelativeSquaredError``, ``NormalizedRootMeanSquaredError``): the spread
+    is ``m2``, never ``Σt² - (Σt)²/n``, which cancels to nothing for data far
+    from zero (a target around 1e6 with spread 1e-2 gave an RSE of 8.6e6 for 1.01).
+    Subclasses declare ``num_outputs`` and ``validate_args``.
+    """
+
+    _merge_stacks = True
+    _any_shape = False  # True: with one output, inputs of any (equal) shape are flattened, as MeanSquaredError's
+    total: torch.Tensor = state(default=0)
+    # float64 moments: a float32 mean of data near 1e6 is off by up to 0.06, which merges read as spread
+    mean: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    m2: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    low: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    high: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
+    rss: torch.Tensor = state(init=lambda m: torch.zeros(m.num_outputs, dtype=torch.float64))
+
+    def __post_init__(self) -> None:
+        check_positive_int(self, "num_outputs")
+        check_bool(self, "validate_args")
+        _moments.init(self, (self.num_outputs,))  # type: ignore[attr-defined]  # moments of the target
+
+    def update(self: _T, preds: Any, target: Any) -> _T:
+        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
+        p, t = pair(self, preds, target, self.mean, outputs_layout(self) if self._any_shape else "outputs", exact=False)
+        if t.ndim == 1:  # one output, flattened from any shape
+            p, t = p.reshape(-1, 1), t.reshape(-1, 1)
+        if t.shape[0] == 0:
+            return self.replace()
+        fields, _ = _moments.of_batch(self, t.t())
+        return self.merge(self.replace(**fields, rss=squared_error_sum(p, t)))
+
+    def merge(self: _T, other: _T) -> _T:
+        """Chan's merge of the target moments; residual sums add. ``m.merge(m.reset())`` is a no-op."""
+        fields, _, _ = _moments.chan(self, other)
+        return self.replace(**fields, rss=self.rss + other.rss)
+
+
+class R2Score(TargetMoments):
     """Coefficient of determination R², optionally adjusted for ``adjusted`` regressors.
 
     ``preds`` and ``target`` have shape ``(N,)`` or ``(N, 1)``, or
@@ -65,39 +115,16 @@ class R2Score(Metric):
 
     """
 
-    _merge_stacks = True
     adjusted: int = static(default=0)
     multioutput: str = static(default="uniform_average")
     num_outputs: int = static(default=1)
     validate_args: bool = static(default=True)
-    total: torch.Tensor = state(default=0)
-    # float64 moments: a float32 mean of data near 1e6 is off by up to 0.06, which merges read as spread
-    mean: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
-    m2: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
-    low: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
-    high: torch.Tensor = state(default=lambda: torch.zeros((), dtype=torch.float64))
-    rss: torch.Tensor = state(init=lambda m: torch.zeros(m.num_outputs, dtype=torch.float64))
 
     def __post_init__(self) -> None:
         if isinstance(self.adjusted, bool) or not isinstance(self.adjusted, int) or self.adjusted < 0:
             raise ValueError(f"R2Score: argument `adjusted` must be an int >= 0, got {self.adjusted!r}")
         check_choice(self, "multioutput", MULTIOUTPUT)
-        check_positive_int(self, "num_outputs")
-        check_bool(self, "validate_args")
-        _moments.init(self, (self.num_outputs,))  # moments of the target
-
-    def update(self, preds: Any, target: Any) -> R2Score:
-        """Fold in one batch of ``preds`` and ``target``; ``self`` is unchanged."""
-        p, t = pair(self, preds, target, self.mean, "outputs", exact=False)
-        if t.shape[0] == 0:
-            return self.replace()
-        fields, _ = _moments.of_batch(self, t.t())
-        return self.merge(self.replace(**fields, rss=squared_error_sum(p, t)))
-
-    def merge(self, other: R2Score) -> R2Score:
-        """Chan's merge of the target moments; residual sums add. ``m.merge(m.reset())`` is a no-op."""
-        fields, _, _ = _moments.chan(self, other)
-        return self.replace(**fields, rss=self.rss + other.rss)
+        super().__post_init__()
 
     def compute(self) -> torch.Tensor:
         """``1 - RSS / TSS`` per output, combined and adjusted as configured (float32, from float64 moments)."""
