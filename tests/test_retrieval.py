@@ -173,6 +173,19 @@ def test_the_value_does_not_depend_on_row_order_even_with_ties() -> None:
             assert torch.equal(one.reset().update(p[order], t[order], indexes=i[order]).compute(), base), name
 
 
+@pytest.mark.parametrize("far", [2**31, 2**62, 2**63 - 1])
+def test_query_ids_any_distance_apart_are_different_queries(far: int) -> None:
+    # ids 2**63 or more apart (hashed int64 ids) wrapped the span check to a negative number, and the packed
+    # sort key kept 31 bits of the id: -1 and 2**63 - 1 ranked as one query (MRR 0.667 for 0.75)
+    p, t, i = rankings(6, 6)
+    _, query = torch.unique(i, return_inverse=True)  # 0..5
+    ids = torch.tensor([-(2**63), -1, 0, 5, 2**40 + 3, far])
+    for name in GROUPED:
+        m = getattr(smr, name)()
+        want = m.update(p, t, indexes=query).compute()
+        assert torch.equal(m.update(p, t, indexes=ids[query]).compute(), want), name
+
+
 def test_ties_rank_relevant_documents_last() -> None:
     p = torch.tensor([0.5, 0.5, 0.5])
     t = torch.tensor([1, 0, 0])

@@ -114,7 +114,8 @@ def _lexsort(group: torch.Tensor, score: torch.Tensor, tie: torch.Tensor | None)
     sorts otherwise. ``tie`` is 0/1.
     """
     low = group.min() if group.numel() else group.new_zeros(())
-    if group.numel() == 0 or (int(group.max() - low) < 2**30 and group.numel() < _KEYS):
+    # the span in Python ints: ``max - min`` in int64 wraps negative for ids 2**63 or more apart (hashed ids)
+    if group.numel() == 0 or (int(group.max()) - int(low) < 2**30 and group.numel() < _KEYS):
         key = ((group - low) << _SHIFT) | (_descending(score) << 1)
         if tie is not None:
             key = key | tie.to(torch.int64)
