@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 from typing import Any
 
 import pytest
@@ -76,6 +77,28 @@ def test_pit_takes_torchmetrics_functionals_and_bound_keyword_arguments() -> Non
     ours = sma.PermutationInvariantTraining(bound).update(preds, target).compute()
     theirs = tm_audio.PermutationInvariantTraining(tm_functional.signal_noise_ratio, zero_mean=True)(preds, target)
     assert_close(ours, theirs, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(4, 2, 3, 50), (4, 3, 2, 50)])
+def test_pit_with_channels_is_the_best_mean_over_speakers_and_channels(shape: tuple[int, ...]) -> None:
+    # speaker-wise stacked (batch, channels) values as if they were (batch,): -3.86 dB for 10.84 at (2, 2, 3, 200),
+    # and an IndexError with fewer channels than speakers
+    g = torch.Generator().manual_seed(8)
+    target = torch.randn(*shape, generator=g)
+    preds = target.flip(1) + 0.3 * torch.randn(*shape, generator=g)
+    f = snr.scale_invariant_signal_distortion_ratio
+    speakers = shape[1]
+    perms = itertools.permutations(range(speakers))
+    best = torch.stack([f(preds[:, list(perm)], target).mean((1, 2)) for perm in perms]).amax(0).mean()
+    for mode in ("speaker-wise", "permutation-wise"):
+        assert_close(sma.PermutationInvariantTraining(f, mode).update(preds, target).compute(), best.float(),
+                     rtol=1e-5)
+
+
+def test_pit_speaker_wise_refuses_a_metric_without_a_value_per_sample() -> None:
+    m = sma.PermutationInvariantTraining(snr.scale_invariant_signal_distortion_ratio)
+    with pytest.raises(ValueError, match=r"`metric_func` must give one value per sample .* got \(\)"):
+        m.update(torch.randn(4, 2), torch.randn(4, 2))  # (batch, speakers): no time axis
 
 
 def test_pit_holds_the_invariant_on_uneven_shards() -> None:

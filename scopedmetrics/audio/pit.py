@@ -30,6 +30,8 @@ def best_permutation(
     ``preds`` and ``target`` are ``(batch, speakers, ...)``. ``"speaker-wise"``
     scores every (estimate, speaker) pair once and searches the permutations
     of that matrix; ``"permutation-wise"`` scores each permuted batch whole.
+    Either way a sample's score is the mean of all ``metric_func`` gives for
+    it (over speakers, and over channels of ``(batch, speakers, channels, time)``).
     The search is exhaustive (``speakers!`` permutations), which finds the
     same optimum as TorchMetrics' linear sum assignment.
     """
@@ -41,7 +43,18 @@ def best_permutation(
         repeated = target.repeat_interleave(perms.shape[0], dim=0)
         scores = metric_func(permuted, repeated).reshape(batch, perms.shape[0], -1).mean(-1)
     else:
-        rows_of = [[metric_func(preds[:, j], target[:, i]) for j in range(speakers)] for i in range(speakers)]
+
+        def pair(i: int, j: int) -> torch.Tensor:  # one value per sample: the mean over what else it returns
+            value = metric_func(preds[:, j], target[:, i])
+            if value.ndim == 0 or value.shape[0] != batch:
+                raise ValueError(
+                    f"PermutationInvariantTraining: `metric_func` must give one value per sample for mode="
+                    f"'speaker-wise', shape ({batch}, ...), got {tuple(value.shape)} for signals of shape "
+                    f"{tuple(preds[:, j].shape)}; use mode='permutation-wise', or signals (batch, speakers, time)"
+                )
+            return value.reshape(batch, -1).mean(-1)
+
+        rows_of = [[pair(i, j) for j in range(speakers)] for i in range(speakers)]
         pairs = torch.stack([torch.stack(row, -1) for row in rows_of], 1)  # (B, target speaker i, estimate j)
         rows = torch.arange(speakers, device=preds.device)
         scores = pairs[:, rows[None, :], perms].mean(-1)  # (B, P): mean over speakers of pairs[b, i, perm[i]]
