@@ -559,6 +559,14 @@ def test_squad_scores_an_unanswered_question_zero_with_a_warning() -> None:
     assert m.compute() == {"exact_match": torch.tensor(50.0), "f1": torch.tensor(50.0)}
 
 
+def test_squad_an_empty_answer_list_is_unanswerable_as_in_squad_2() -> None:
+    # it was counted as a question and scored 0 whatever the prediction; TorchMetrics raises
+    preds = [{"prediction_text": p, "id": str(i)} for i, p in enumerate(["", "The.", "paris", "Lyon"])]
+    target = [{"answers": {"text": t}, "id": str(i)} for i, t in enumerate([[], [], ["Paris"], []])]
+    m = smt.SQuAD().update(preds, target)  # "" and "The." normalize to nothing: right; "Lyon": wrong
+    assert m.compute() == {"exact_match": torch.tensor(75.0), "f1": torch.tensor(75.0)}
+
+
 # -- the state is tensors, configuration follows TorchMetrics --------------------------------------------
 
 

@@ -61,7 +61,9 @@ class SQuAD(Metric):
     ``target``: ``{"answers": {"text": [str, ...]}, "id": str}`` or a list of
     them, as TorchMetrics (and the SQuAD format). Each target is a question;
     one without a prediction of its id in the same batch scores 0 (with a
-    warning). ``compute`` returns ``{"exact_match": ..., "f1": ...}``.
+    warning). A question with no gold answer (``"text": []``) is
+    unanswerable, as in SQuAD 2.0: an empty prediction scores 1, any other 0.
+    ``compute`` returns ``{"exact_match": ..., "f1": ...}``.
 
     Examples:
         >>> from scopedmetrics.text import SQuAD
@@ -98,9 +100,8 @@ class SQuAD(Metric):
             if item["id"] not in answer:
                 warnings.warn(f"SQuAD.update: unanswered question {item['id']} scores 0", UserWarning, stacklevel=3)
                 continue
-            pred, golds = answer[item["id"]], item["answers"]["text"]
-            if not golds:
-                continue
+            # no gold answer: unanswerable (SQuAD 2.0's rule), so only an empty prediction is right
+            pred, golds = answer[item["id"]], item["answers"]["text"] or [""]
             exact += max(int(normalize_answer(pred) == normalize_answer(g)) for g in golds)
             f1 += max(_f1(pred, g) for g in golds)
         return self.replace(
