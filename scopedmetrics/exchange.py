@@ -116,7 +116,7 @@ def first_room(size: int) -> int:
 
 def fingerprint(desc: list[str]) -> int:
     """A 63-bit hash of a description, equal across processes for equal input."""
-    digest = hashlib.blake2b("\n".join(desc).encode(), digest_size=8).digest()
+    digest = hashlib.blake2b("\n".join(desc).encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little") >> 1
 
 

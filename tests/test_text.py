@@ -91,10 +91,11 @@ def test_batched_distances_equal_the_cell_by_cell_twin(cost: int) -> None:
 
 
 def test_character_ids_cover_any_code_point() -> None:
-    strings = ["naïve", "", "日本語", "😀a"]
+    strings = ["naïve", "", "日本語", "😀a", "a\ud800b", "\udcff"]  # lone surrogates raised UnicodeEncodeError
     ids, lengths = _edit.char_ids(strings)
-    assert lengths == [5, 0, 3, 2]
+    assert lengths == [5, 0, 3, 2, 3, 1]
     assert ids.tolist() == [ord(c) for c in "".join(strings)]
+    assert float(smt.CharErrorRate().update(["a\ud800b"], ["ab"]).compute()) == 0.5  # TorchMetrics: 0.5
 
 
 # -- error rates -------------------------------------------------------------------------------------------

@@ -46,7 +46,8 @@ def char_ids(strings: Sequence[str]) -> tuple[torch.Tensor, list[int]]:
     joined = "".join(strings)
     if not joined:
         return torch.zeros(0, dtype=torch.int64), [len(s) for s in strings]
-    flat = torch.frombuffer(bytearray(joined.encode("utf-32-le")), dtype=torch.int32).to(torch.int64)
+    # surrogatepass: a lone surrogate (from surrogateescape decoding, or a JSON escape) is a character of its own
+    flat = torch.frombuffer(bytearray(joined.encode("utf-32-le", "surrogatepass")), dtype=torch.int32).to(torch.int64)
     return flat, [len(s) for s in strings]
 
 
