@@ -71,6 +71,27 @@ def test_equals_torchmetrics(name: str, kw: dict[str, Any]) -> None:
     assert_close(ours, theirs.compute(), atol=1e-5)
 
 
+@pytest.mark.parametrize("method", ["min", "geometric", "arithmetic", "max"])
+def test_adjusted_mutual_info_with_one_side_all_singletons_is_exact(method: str) -> None:
+    # MI and its expectation are equal there, and their computed difference was rounding noise:
+    # identical singleton labelings scored 1.0833, 0.6667, 0.0, 1.1765 at n = 10, 14, 16, 18 (scikit-learn: 1.0)
+    g = torch.Generator().manual_seed(3)
+    for n in range(2, 80):
+        ids = torch.arange(n)
+        with sm.use_reducer(sm.local()):
+            same = smcl.AdjustedMutualInfoScore(method).update(ids, ids.flip(0) + 7).compute().item()
+            other = torch.randint(0, 3, (n,), generator=g)
+            vs = smcl.AdjustedMutualInfoScore(method).update(ids, other).compute().item()
+            flipped = smcl.AdjustedMutualInfoScore(method).update(other, ids).compute().item()
+        assert same == 1.0, n
+        if len(other.unique()) > 1:  # one cluster on a side is scikit-learn's 0.0, tested below
+            want = 1.0 if method == "min" or len(other.unique()) == n else 0.0
+            assert vs == flipped == want, (n, vs, flipped)
+            if method != "min":  # scikit-learn's "min" is rounding noise here (docs/clustering.md)
+                theirs = skm.adjusted_mutual_info_score(other.numpy(), ids.numpy(), average_method=method)
+                assert abs(want - theirs) < 1e-9
+
+
 @pytest.mark.parametrize(("name", "kw"), CONFIGS, ids=IDS)
 @pytest.mark.parametrize("case", ["one_cluster_both", "one_cluster_pred", "one_cluster_pred_10", "one_cluster_target",
                                   "all_singletons", "identical", "two"])

@@ -261,6 +261,11 @@ class AdjustedMutualInfoScore(_Contingency):
         r, c = table.shape
         if r == c == 1 or r == c == 0:
             return _float(1.0, table)
+        if max(r, c) == int(table.sum()) and min(r, c) > 1:
+            # one side all singletons: every table of these margins is this one relabelled, so the mutual
+            # information equals its expectation exactly, and their computed difference is rounding noise
+            # (0.0, 1.18, ... for identical labelings); 0/0 where the normalizer equals them too
+            return _float(1.0 if r == c or self.average_method == "min" else 0.0, table)
         mi = _mutual_info(table)
         emi = _expected_mutual_info(table)
         norm = _generalized_mean(_entropy(table.sum(1)), _entropy(table.sum(0)), self.average_method)
