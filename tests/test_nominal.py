@@ -173,6 +173,27 @@ def test_fleiss_kappa_bad_inputs() -> None:
         smn.FleissKappa("votes")
 
 
+def test_fleiss_kappa_refuses_subjects_with_different_numbers_of_raters() -> None:
+    # a kappa was given (0.18 for [[3, 0], [1, 1], [0, 4]], as TorchMetrics), meaning nothing; one rater gave NaN
+    msg = "FleissKappa.update: argument `ratings` must give every subject the same number of raters, at least 2"
+    m = smn.FleissKappa().update(torch.tensor([[3, 0], [1, 2]]))
+    for bad in ([[3, 0], [1, 1], [0, 4]], [[1, 0], [0, 1]]):
+        with pytest.raises(ValueError, match=msg):
+            smn.FleissKappa().update(torch.tensor(bad))
+    with pytest.raises(ValueError, match=msg + "; got 4 per subject after subjects of 3"):
+        m.update(torch.tensor([[2, 2]]))
+
+    def body(rank: int) -> str:
+        try:
+            smn.FleissKappa().update(torch.tensor([[3, 0], [1, 2]]) if rank else torch.tensor([[2, 2]])).compute()
+        except ValueError as err:
+            return str(err)
+        return "no error"
+
+    for got in sm.simulate(body, 2):
+        assert got.startswith("FleissKappa.compute: every subject must have the same number of raters"), got
+
+
 def test_fleiss_kappa_checkpoint_and_empty_merge() -> None:
     r = ratings(20, 3)
     m = smn.FleissKappa().update(r)

@@ -244,8 +244,10 @@ class FleissKappa(Metric):
     ``mode="counts"``: ``ratings`` ``(N, categories)`` integer, how many raters
     put each subject in each category; ``mode="probs"``: ``ratings``
     ``(N, categories, raters)`` float scores, each rater's argmax its category.
-    The state is the number of subjects, the sum of squared counts and the
-    largest number of raters of a subject (int64 ``"sum"``/``"max"``), and the
+    Every subject must have the same number of raters, at least 2 (TorchMetrics
+    takes any and gives a kappa that means nothing). The state is the number of
+    subjects, the sum of squared counts and the number of raters of a subject
+    (int64 ``"sum"``/``"max"``), and the
     per-category totals: a ``"cat"`` state of at most one row per participant
     (``update`` adds into it), since the number of categories is not given up front.
 
@@ -289,17 +291,32 @@ class FleissKappa(Metric):
         if self.totals.ndim == 2 and self.totals.shape[1] != width:
             raise ValueError(f"{_checks.where(self)}: argument `ratings` must keep {self.totals.shape[1]} categories, "
                              f"got {width}")
+        top = self.raters
+        if counts.shape[0]:
+            low, high = (int(x) for x in torch.aminmax(counts.sum(1)))
+            if low != high or int(self.raters) not in (0, high) or high < 2:
+                seen = f"{low}" if low == high else f"{low} to {high}"
+                before = f" after subjects of {int(self.raters)}" if int(self.raters) not in (0, high) else ""
+                raise ValueError(
+                    f"{_checks.where(self)}: argument `ratings` must give every subject the same number of raters, "
+                    f"at least 2; got {seen} per subject{before}"
+                )
+            top = torch.tensor(high, dtype=self.raters.dtype, device=self.raters.device)
         totals = counts.sum(0, keepdim=True)
         if self.totals.shape[0]:
             totals = totals + self.totals.sum(0, keepdim=True)
-        top = counts.sum(1).max() if counts.shape[0] else torch.zeros((), dtype=torch.long)
         return self.replace(subjects=self.subjects + counts.shape[0], squares=self.squares + (counts * counts).sum(),
-                            raters=torch.maximum(self.raters, top.to(self.raters.device)), totals=totals)
+                            raters=top, totals=totals)
 
     def compute(self) -> torch.Tensor:
         """Kappa of the reduced sums; NaN when no subject was rated."""
         if self.totals.ndim != 2 or self.subjects == 0:
             return _nan(self.subjects)
+        if int(self.totals.sum()) != int(self.subjects) * int(self.raters):  # ranks rated by different numbers
+            raise ValueError(
+                f"{type(self).__name__}.compute: every subject must have the same number of raters, but the "
+                f"participants' subjects had different numbers (at most {int(self.raters)})"
+            )
         n = self.raters.double()
         subjects = self.subjects.double()
         p_i = self.totals.sum(0).double() / (subjects * n)
