@@ -55,6 +55,11 @@ class PeakSignalNoiseRatio(Metric):
             raise ValueError(f"PeakSignalNoiseRatio: argument `base` must be positive and not 1, got {self.base!r}")
         _checks.check_choice(self, "reduction", REDUCTIONS)
         dims = self._dims()
+        if dims == ():  # torch sums an empty dim list over every dimension, the batch's too
+            raise ValueError(
+                "PeakSignalNoiseRatio: argument `dim` must name at least one dimension, got (); dim=None gives the "
+                "PSNR of all the data"
+            )
         if dims is not None and 0 in dims:
             raise ValueError(
                 "PeakSignalNoiseRatio: argument `dim` must not include the batch dimension 0: that value would "
