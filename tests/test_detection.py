@@ -662,6 +662,18 @@ def test_box_overlaps_on_any_split(cls: type) -> None:
     check_list_sharded(metric, preds, target, metric.update(preds, target).compute(), seed=2)
 
 
+@pytest.mark.parametrize("cls", FAMILY, ids=lambda c: c.__name__)
+def test_box_overlaps_of_zero_area_boxes_are_refused_not_nan(cls: type) -> None:
+    # two identical points overlap 0/0: the mean became NaN, and stayed NaN through every later update
+    good = [{"boxes": torch.tensor([[0.0, 0, 10, 10]]), "labels": torch.tensor([0])}]
+    point = [{"boxes": torch.tensor([[5.0, 5, 5, 5], [0, 0, 10, 10]]), "labels": torch.tensor([0, 0])}]
+    target = [{"boxes": torch.tensor([[5.0, 5, 5, 5]]), "labels": torch.tensor([0])}]
+    m = cls(class_metrics=True).update(good, good)
+    with pytest.raises(ValueError, match=rf"{cls.__name__}.update: argument `boxes` of image 1: .* of 0/0"):
+        m.update(good + point, good + target)
+    assert float(m.compute()[cls.key]) == pytest.approx(1.0)  # the metric as before the refused batch
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("box_format", ["xyxy", "xywh", "cxcywh"])
 def test_half_precision_boxes_are_upcast_before_any_arithmetic(tm: Any, dtype: torch.dtype, box_format: str) -> None:

@@ -12,7 +12,7 @@ state is that mean's float64 sum and int64 count, plus, with
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from typing_extensions import Self
@@ -110,6 +110,8 @@ class IntersectionOverUnion(Metric):
                 labels.append(gl)
                 sums.append(torch.where(valid, mat, 0).sum(0, dtype=_F64))
                 counts.append(valid.sum(0))
+        if bool(total.isnan()):
+            self._refuse_undefined(p, t, pb, tb)
         new = self.replace(total=self.total + total, count=self.count + count)
         if not self.class_metrics:
             return new
@@ -126,6 +128,17 @@ class IntersectionOverUnion(Metric):
         rows = new.rows
         return new.replace(rows={"label": append(rows["label"], classes), "sum": append(rows["sum"], s),
                                  "count": append(rows["count"], c)})
+
+    def _refuse_undefined(self, p: Any, t: Any, pb: torch.Tensor, tb: torch.Tensor) -> None:
+        """Raise for the first image with an overlap that is 0/0 (boxes of zero area), naming it."""
+        for i in range(p.images):
+            di, gi = p.image == i, t.image == i
+            if bool(self._matrix(pb[di], p.labels[di], tb[gi], t.labels[gi]).isnan().any()):
+                raise ValueError(
+                    f"{type(self).__name__}.update: argument `boxes` of image {i}: a predicted and a target box "
+                    f"have a {self.key} of 0/0 (boxes of zero area: no union, no enclosing box or no aspect "
+                    "ratio); drop boxes of zero area (mAP, as COCO, counts such a pair as no overlap)"
+                )
 
     def compute(self) -> dict[str, torch.Tensor]:
         """The mean overlap (and, with ``class_metrics``, one per target label)."""
