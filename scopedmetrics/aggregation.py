@@ -17,7 +17,7 @@ from typing import Any, cast
 import torch
 
 from scopedmetrics import _checks
-from scopedmetrics.metric import Metric
+from scopedmetrics.metric import Metric, _mask_of, _masked
 from scopedmetrics.state import append, state, static
 
 _STRATEGIES = ("error", "warn", "ignore", "disable")
@@ -174,6 +174,18 @@ class Min(Metric):
         return self.min_value
 
 
+def _broadcast(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``Mean``'s weight ``w`` broadcast to the values ``x``."""
+    if w.shape == x.shape:
+        return w
+    try:
+        return torch.broadcast_to(w, x.shape)
+    except RuntimeError:
+        raise ValueError(
+            f"Mean.update: weight of shape {tuple(w.shape)} does not broadcast to value {tuple(x.shape)}"
+        ) from None
+
+
 class Mean(Metric):
     """Weighted mean of every value seen: ``sum(w * x) / sum(w)``.
 
@@ -190,7 +202,19 @@ class Mean(Metric):
     def __post_init__(self) -> None:
         _check_strategy(self)
 
-    def update(self, value: Any, weight: Any = 1.0) -> Mean:
+    def update(self, value: Any, weight: Any = 1.0, mask: Any = None) -> Mean:
+        """Fold in ``value`` weighted by ``weight`` (broadcast to ``value``); ``mask`` keeps rows of ``value``.
+
+        The weight is broadcast before ``mask`` leaves rows out: a ``(d,)`` weight of
+        ``(N, d)`` values weighs columns, and its dim 0 is no row.
+        """
+        if mask is not None:
+            keep = _mask_of(self, mask)
+            if not bool(keep.any()):
+                return self  # nothing kept: exactly as if the batch had never been passed
+            x = _real(self, value, "value", None, self.mean_value.device)
+            (value, weight), _ = _masked(self, keep, (x, _broadcast(_real(self, weight, "weight", None, x.device), x)),
+                                         {})
         fast = self._unweighted(value, weight)
         if fast is not None:
             return fast
@@ -198,14 +222,7 @@ class Mean(Metric):
         x = _real(self, value, "value", None, state.device)
         w = _real(self, weight, "weight", None, state.device)
         dtype = _checks.batch_dtype(state, x, w)  # the weighted sum in the inputs' precision, added in the state's
-        x, w = x.to(dtype), w.to(dtype)
-        if w.shape != x.shape:
-            try:
-                w = torch.broadcast_to(w, x.shape)
-            except RuntimeError:
-                raise ValueError(
-                    f"Mean.update: weight of shape {tuple(w.shape)} does not broadcast to value {tuple(x.shape)}"
-                ) from None
+        x, w = x.to(dtype), _broadcast(w.to(dtype), x)
         x, kept = _without_nan(self, x, w)
         w = cast(torch.Tensor, kept)
         if bool((w < 0).any()):
@@ -238,14 +255,15 @@ def _narrowed(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``x`` as ``dtype`` rows; refused when the cast would change a value beyond rounding.
 
     ``torch.can_cast`` compares kinds only: 300 into int8 rows wraps to 44,
-    and 1e5 into float16 rows is ``inf``. Where ``dtype`` is the narrower one
-    (the only case that reads the values), integers must come back equal and
-    finite floats must stay finite; float64 into float32 rows rounds, as the
-    rows' precision is.
+    and 1e5 (a float, or an integer) into float16 rows is ``inf``. Where
+    ``dtype`` may not hold the values (the only case that reads them), integers
+    into integer rows must come back equal and finite numbers must stay finite
+    in float rows; float64 into float32 rows rounds, as the rows' precision is,
+    and so do integers beyond 2**24 into float32 rows.
     """
     y, wide = x.to(dtype), torch.promote_types(x.dtype, dtype)
-    if wide == dtype:
-        return y
+    if wide == dtype and (x.is_floating_point() or not dtype.is_floating_point):
+        return y  # a widening: promotion puts integers below every float dtype, so 1e5 into float16 is checked
     lost = (y.isinf() & x.isfinite()) if dtype.is_floating_point else (y.to(wide) != x.to(wide))
     if bool(lost.any()):
         raise ValueError(

@@ -241,29 +241,32 @@ def _masked(m: Metric, keep: torch.Tensor, args: tuple[Any, ...], kwargs: dict[s
     """The batch arguments with the rows where ``keep`` is False left out."""
     n = keep.shape[0]
     rows: list[int] | None = None
+    cuts = 0
 
     def cut(name: str, x: Any) -> Any:
-        nonlocal rows
-        if isinstance(x, torch.Tensor):
-            if x.ndim == 0:
+        nonlocal rows, cuts
+        if isinstance(x, torch.Tensor) or (hasattr(x, "__array__") and hasattr(x, "shape")):  # NumPy arrays too
+            if len(x.shape) == 0:
                 return x
             if x.shape[0] != n:
                 raise ValueError(
                     f"{type(m).__name__}.update: mask covers {n} rows but {name} has {x.shape[0]} along dim 0"
                 )
-            return x[keep.to(x.device)]
+            cuts += 1
+            return x[keep.to(x.device)] if isinstance(x, torch.Tensor) else x[keep.cpu().numpy()]
         if isinstance(x, (list, tuple)):
             if len(x) != n:
                 raise ValueError(f"{type(m).__name__}.update: mask covers {n} rows but {name} has {len(x)} items")
             if rows is None:
                 rows = keep.nonzero().flatten().tolist()
+            cuts += 1
             return type(x)(x[i] for i in rows) if isinstance(x, tuple) else [x[i] for i in rows]
         return x
 
-    return (
-        tuple(cut(f"argument {i}", a) for i, a in enumerate(args)),
-        {k: cut(k, v) for k, v in kwargs.items()},
-    )
+    out = tuple(cut(f"argument {i}", a) for i, a in enumerate(args)), {k: cut(k, v) for k, v in kwargs.items()}
+    if not cuts and n != 1:  # a single value (a Python number, a 0-d tensor) is one row
+        raise ValueError(f"{type(m).__name__}.update: mask covers {n} rows but no argument has rows along dim 0")
+    return out
 
 
 def _flatten(m: Metric) -> tuple[tuple[Any, ...], Any, tuple[str, ...]]:
@@ -626,7 +629,7 @@ class Metric:
             t = state_dict[key]
             if not isinstance(t, torch.Tensor):
                 raise ValueError(f"{name}.load_state_dict: {key!r} is {type(t).__name__}, not a tensor")
-            if self._rows_of_any_kind and shape_free and old.shape == (0,) and t.ndim >= 1:
+            if shape_free == "any" and old.shape == (0,) and t.ndim >= 1:
                 new.append(t.to(old.device))  # an empty leaf of a generic container joins any rows
                 continue
             rows_of_floats = shape_free and t.is_floating_point() and old.is_floating_point()
@@ -879,16 +882,20 @@ def _combine(owner: Metric, name: str, op: str | None, a: torch.Tensor, b: torch
     return combine(op, a, b)
 
 
-def _free_shape_leaves(m: Metric) -> list[bool]:
-    """Per leaf, in tree order: whether its dim 0 may differ from this metric's.
+def _free_shape_leaves(m: Metric) -> list[str]:
+    """Per leaf, in tree order: ``""`` where its shape is fixed, else whose rows it holds.
 
-    True for ``cat`` leaves, and for leaves of a whole-state merge that start
-    empty along dim 0; every other shape is fixed by the configuration.
+    ``"rows"`` for ``cat`` leaves, and for leaves of a whole-state merge that
+    start empty along dim 0: dim 0 may differ from this metric's. ``"any"`` for
+    such a leaf of a generic container (``_rows_of_any_kind``, ``Cat``): its
+    empty default takes rows of any dtype and shape, wherever the container is
+    nested. Every other shape is fixed by the configuration.
     """
+    rows = "any" if m._rows_of_any_kind else "rows"
     if m._layout.whole_merge:
-        return [t.ndim > 0 and t.shape[0] == 0 for t in tree.leaves(m.reset())]
-    out: list[bool] = []
+        return [rows if t.ndim > 0 and t.shape[0] == 0 else "" for t in tree.leaves(m.reset())]
+    out: list[str] = []
     for _, value, op in m._state_items():
         for x in tree.leaves(value, is_leaf=_is_metric):
-            out += _free_shape_leaves(x) if _is_metric(x) else [op == "cat"]
+            out += _free_shape_leaves(x) if _is_metric(x) else [rows if op == "cat" else ""]
     return out

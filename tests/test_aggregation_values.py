@@ -193,6 +193,8 @@ def test_ragged_or_non_numeric_lists_are_refused_naming_the_metric(name: str) ->
     (torch.tensor([1], dtype=torch.int8), torch.tensor([200], dtype=torch.uint8), None),  # -56
     (torch.tensor([1], dtype=torch.uint8), torch.tensor([-1], dtype=torch.int8), None),  # 255
     (torch.tensor([1.0], dtype=torch.float16), torch.tensor([1e5], dtype=torch.float64), None),  # inf
+    (torch.tensor([1.0], dtype=torch.float16), 100_000, None),  # an integer: promotion said float16 holds it
+    (torch.tensor([1.0], dtype=torch.float16), torch.tensor([3]), [1.0, 3.0]),
     (torch.tensor([1, 2], dtype=torch.int8), torch.tensor([3, -4]), [1, 2, 3, -4]),  # fits: kept
     (torch.tensor([1], dtype=torch.int32), 5, [1, 5]),
     (torch.tensor([1.0]), torch.tensor([0.5], dtype=torch.float64), [1.0, 0.5]),  # rounds, as float32 rows do
@@ -224,3 +226,18 @@ def test_sums_of_inputs_the_state_cannot_hold_are_taken_in_their_own_precision(d
     assert sm.Mean().update(x).compute().item() == pytest.approx((xd.sum() / 3).item(), rel=1e-7)
     weighted = sm.Mean().update(x, weight=w).compute().item()
     assert weighted == pytest.approx(((xd * wd).sum() / wd.sum()).item(), rel=1e-7)
+
+
+def test_mask_cuts_numpy_values_and_a_weight_broadcast_to_the_values() -> None:
+    # a NumPy value passed the mask whole (Mean 11.0 for 1.5), and a (d,) weight of (N, d) values was cut as rows
+    keep = torch.tensor([True, True, False])
+    for cls, want in ((sm.Mean, 1.5), (sm.Sum, 3.0), (sm.Max, 2.0), (sm.Min, 1.0)):
+        assert cls().update(np.array([1.0, 2.0, 30.0]), mask=keep).compute().item() == want, cls.__name__
+    assert sm.Cat().update(np.array([1.0, 2.0, 30.0]), mask=keep).compute().tolist() == [1.0, 2.0]
+    two = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    got = sm.Mean().update(two, weight=torch.tensor([1.0, 3.0]), mask=torch.tensor([True, False])).compute()
+    assert got.item() == (1 * 1 + 2 * 3) / 4
+    rows = sm.Mean().update(two, weight=torch.tensor([[1.0], [5.0]]), mask=torch.tensor([False, True])).compute()
+    assert rows.item() == 3.5
+    with pytest.raises(ValueError, match="Sum.update: mask covers 2 rows but no argument has rows along dim 0"):
+        sm.Sum().update(5.0, mask=torch.tensor([True, False]))
