@@ -40,10 +40,10 @@ class Stateful(torch.nn.Module, Generic[M]):
     ``forward``) also returns the batch's own value, as TorchMetrics'
     ``forward`` does; ``compute`` reduces with the reducer in scope.
     ``metric`` is the immutable metric it holds now. Moves and casts of the
-    module apply to the states: floating ones cast, but never below float32
-    (``model.half()`` would leave sums counting in half precision), counts
-    kept integers; after ``to_empty`` (which leaves tensors uninitialized)
-    call ``reset()``.
+    module apply to the states: floating ones widen but never narrow
+    (``model.half()`` would leave sums counting in half precision,
+    ``model.float()`` would undo float64 moments), counts are never cast;
+    after ``to_empty`` (which leaves tensors uninitialized) call ``reset()``.
 
     Examples:
         >>> import scopedmetrics as sm, torch
@@ -68,6 +68,7 @@ class Stateful(torch.nn.Module, Generic[M]):
             )
         self._metric = metric
         self._doubt: tuple[torch.Tensor, str] | None = None  # the mark and the reason of a state not to use
+        self._held: tuple[torch.Tensor, str, tuple[int | None, int | None]] | None = None  # a loaded state's mark
 
     @property
     def metric(self) -> M:
@@ -94,11 +95,25 @@ class Stateful(torch.nn.Module, Generic[M]):
     def reset(self) -> None:
         """Back to the empty state, each state on the device and in the floating dtype it had."""
         self._metric = _placed(self._metric.reset(), self._metric)
-        self._doubt = None
+        self._doubt = self._held = None
 
     def _usable(self) -> None:
-        """Refuse to go on from a loaded state that would count samples twice or leave some out (``_refusal``)."""
-        doubt = self.__dict__.get("_doubt")
+        """Refuse to go on from a loaded state that would count samples twice or leave some out (``_refusal``).
+
+        A loaded state is checked where it is loaded and again wherever it is used under
+        another participant: a checkpoint loaded before ``init_process_group`` (Lightning's
+        ``load_from_checkpoint`` in a DDP script) is loaded in a world of one.
+        """
+        d = self.__dict__
+        doubt = d.get("_doubt")
+        if doubt is None and d.get("_held") is not None:
+            mark, name, checked = d["_held"]
+            here = _participant()
+            if here != checked:
+                problem = _refusal(mark, here)
+                self._held = (mark, name, here)
+                if problem is not None:
+                    doubt = self._doubt = (mark, f"{name}: {problem}")
         if doubt is not None:
             raise RuntimeError(doubt[1])
 
@@ -152,7 +167,9 @@ class Stateful(torch.nn.Module, Generic[M]):
     def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
         super()._save_to_state_dict(destination, prefix, keep_vars)
         for key, value in self._metric.state_dict().items():
-            destination[prefix + key] = value  # states never hold autograd history: nothing to detach
+            # a copy: torch.distributed.checkpoint loads into these tensors in place, and a state tensor may be
+            # shared with other metrics (a nested metric's default serves every fresh instance); no autograd history
+            destination[prefix + key] = value.clone()
 
     def _load_from_state_dict(
         self,
@@ -186,12 +203,16 @@ class Stateful(torch.nn.Module, Generic[M]):
             error_msgs.append(f"{prefix[:-1]}: {err}" if prefix else str(err))
             return
         held = state_dict.get(marker)
-        problem = None if metric._is_empty() else _refusal(held, _participant())  # empty: nothing to count twice
         self._metric = metric
         # the model loads (its weights are wanted), and a reset empties the state: only using it is refused
-        self._doubt = None
-        if problem is not None and isinstance(held, torch.Tensor):
-            self._doubt = (held.clone(), f"{prefix[:-1] or 'sm.Stateful'}: {problem}")
+        self._doubt = self._held = None
+        if isinstance(held, torch.Tensor) and not metric._is_empty():  # empty: nothing to count twice
+            here, name = _participant(), prefix[:-1] or "sm.Stateful"
+            problem = _refusal(held, here)
+            if problem is not None:
+                self._doubt = (held.clone(), f"{name}: {problem}")
+            else:
+                self._held = (held.clone(), name, here)  # checked again where it is used (``_usable``)
 
 
 class _StatePath:
@@ -281,24 +302,26 @@ def _refusal(held: Any, here: tuple[int | None, int | None]) -> str | None:
 
 
 def _kind_kept(fn: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:
-    """``fn(t)``, except that a count stays a count and a float state never narrows below float32.
+    """``fn(t)``, except that a module cast never changes a count and never narrows a float state.
 
-    ``Module.type(torch.float16)`` casts every tensor it is given, so integer
-    and bool states keep their dtype. ``model.half()`` or
-    ``model.to(torch.bfloat16)`` (Lightning's ``"16-true"`` and ``"bf16-true"``)
-    would leave a float state accumulating in half precision, where sums stop
-    counting without an error (10,000 ones sum to 9,936 in float16): such a
-    state is only moved, keeping its dtype. What ``fn`` does is read from an
-    empty tensor first, so no value is ever rounded on the way.
+    ``Module.type(torch.float16)`` casts every tensor it is given: integer and
+    bool states only move, as a cast through float16 would round a count of
+    3,001 to 3,000. ``model.half()`` or ``model.to(torch.bfloat16)``
+    (Lightning's ``"16-true"`` and ``"bf16-true"``) would leave a float state
+    accumulating in half precision, where sums stop counting without an error
+    (10,000 ones sum to 9,936 in float16), and ``model.float()`` would undo the
+    float64 a metric keeps on purpose (Pearson's moments of data near 1e6 gave
+    0 for 0.69): a float state only moves unless the cast widens it
+    (``model.double()``). What ``fn`` does is read from an empty tensor first,
+    so no value is ever rounded on the way.
     """
-    if t.is_floating_point() and t.dtype.itemsize >= 4:
-        probe = fn(t.new_empty(0))
-        if probe.is_floating_point() and probe.dtype.itemsize < 4:
-            return t.to(probe.device)
-    new = fn(t)
-    if not (t.is_floating_point() or t.is_complex()) and new.dtype != t.dtype:
-        new = new.to(t.dtype)
-    return new
+    probe = fn(t.new_empty(0))
+    if probe.dtype == t.dtype:
+        return fn(t)
+    floats = (t.is_floating_point() or t.is_complex()) and (probe.is_floating_point() or probe.is_complex())
+    if floats and torch.promote_types(t.dtype, probe.dtype) == probe.dtype:
+        return fn(t)  # a widening cast
+    return t.to(probe.device)
 
 
 def _placed(fresh: M, like: M) -> M:
@@ -323,8 +346,10 @@ def _loaded(current: M, state: dict[str, torch.Tensor], assign: bool) -> M:
     ``assign=True`` (meta-device initialization) takes the checkpoint's tensors
     as they are. Rows of ``cat`` states are never narrowed: float64 scores
     saved from an exact curve stay float64 in a float32 module (rounded, they
-    would tie). Integer and bool states are left to ``Metric.load_state_dict``,
-    which refuses a wrong dtype.
+    would tie), and rows loaded into empty ones keep their dtype, as the first
+    append gives its own (float16 rows came back float32, and a resumed world
+    then disagreed on the rows' dtype). Integer and bool states are left to
+    ``Metric.load_state_dict``, which refuses a wrong dtype.
     """
     paths, leaves, spec = tree.flatten_with_path(current)
     if assign:
@@ -338,7 +363,10 @@ def _loaded(current: M, state: dict[str, torch.Tensor], assign: bool) -> M:
         for p, old, rows in zip(paths, leaves, _free_shape_leaves(current)):
             t = state[p]
             if isinstance(t, torch.Tensor) and t.is_floating_point() and old.is_floating_point():
-                state[p] = t.to(torch.promote_types(t.dtype, old.dtype) if rows else old.dtype)
+                if not rows:
+                    state[p] = t.to(old.dtype)
+                elif old.shape[0]:  # rows join rows: as append widens, never narrows
+                    state[p] = t.to(torch.promote_types(t.dtype, old.dtype))
     return current.load_state_dict(state)
 
 
@@ -412,6 +440,8 @@ def resume_state_dict(module: torch.nn.Module, state_dict: MutableMapping[str, A
                 "pass rank= explicitly"
             )
     for prefix, s in _statefuls(module):
+        if not all(prefix + k in state_dict for k in s._metric.state_dict()):
+            continue  # not (wholly) in the checkpoint: refused alike on every rank by load_state_dict, not emptied
         kind, was_rank, was_size = _read_mark(state_dict.get(prefix + _HOLDS))
         if kind == "rank" and (was_size or 1) > 1:
             raise ValueError(

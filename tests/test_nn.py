@@ -490,3 +490,94 @@ def test_resume_needs_a_rank_from_a_plain_function_reducer() -> None:
     sd = model.state_dict()
     resume_state_dict(model, sd, rank=1)
     assert int(sd["metrics.loss.weight"]) == 0
+
+
+def loaded_before_the_world(rank: int, blob: bytes) -> str:
+    """Load rank 0's global checkpoint under sm.local() (before init_process_group), then fold in the world."""
+    scores, labels, loss = data()
+    model = Evaluated()
+    with sm.use_reducer(sm.local()):  # Lightning's load_from_checkpoint runs before the process group starts
+        model.load_state_dict(torch.load(io.BytesIO(blob), weights_only=True))
+    try:
+        model.fold(scores[:4], labels[:4], loss[:4])
+    except RuntimeError as err:
+        return str(err)
+    return "no error"
+
+
+def test_a_checkpoint_loaded_before_the_world_is_checked_where_it_is_used(world: Any) -> None:
+    # it was checked once, in the world of one it was loaded in: both ranks then counted the global state (60 for 45)
+    blob = world.run(save_body, 2, 2)[0]
+    for got in world.run(loaded_before_the_world, 2, blob):
+        assert "the checkpoint loaded here holds the global state" in got, got
+
+
+def test_a_module_cast_never_rounds_a_count_nor_narrows_a_float_state() -> None:
+    # type(float16) cast counts through float16 (3,001 became 3,000); float() undid Pearson's float64 moments
+    s = sm.Stateful(sm.BinaryAccuracy())
+    s.update(torch.ones(3001), torch.ones(3001, dtype=torch.long))
+    s.type(torch.float16)
+    assert s.metric.tp.item() == 3001 and s.metric.tp.dtype == torch.int64
+    g = torch.Generator().manual_seed(3)
+    x = 1e6 + 1e-2 * torch.randn(1000, dtype=torch.float64, generator=g)
+    y = x + 1e-2 * torch.randn(1000, dtype=torch.float64, generator=g)
+    p = sm.Stateful(sm.PearsonCorrCoef())
+    p.float()
+    p.update(x, y)
+    assert p.metric.mean.dtype == torch.float64
+    with sm.use_reducer(sm.local()):
+        assert_close(p.compute(), sm.PearsonCorrCoef().update(x, y).compute())
+    total = sm.Stateful(sm.Sum())
+    total.double()
+    total.float()
+    assert total.metric.sum_value.dtype == torch.float64  # widened, then never narrowed back
+
+
+def test_state_dict_tensors_are_copies_that_an_in_place_load_cannot_share() -> None:
+    # torch.distributed.checkpoint loads into them in place: a nested metric's default, shared by every fresh
+    # instance, took the checkpoint's values (a brand-new metric then counted them)
+    class Totals(sm.Metric):
+        sums: sm.Sum = sm.state(default=sm.Sum())
+
+        def update(self, x: torch.Tensor) -> Totals:
+            return self.replace(sums=self.sums.update(x))
+
+        def compute(self) -> torch.Tensor:
+            return self.sums.compute()
+
+    shared = sm.Mean()
+    model = torch.nn.ModuleDict({"t": sm.Stateful(Totals()), "val": sm.Stateful(shared), "test": sm.Stateful(shared)})
+    for t in model.state_dict().values():
+        t.fill_(7)  # what dcp.load does to the tensors it is given
+    with sm.use_reducer(sm.local()):
+        assert Totals().update(torch.ones(1)).compute().item() == 1.0
+        assert shared.mean_value.item() == 0.0
+        assert model["t"].metric.sums.sum_value.item() == 0.0
+
+
+def test_rows_load_with_the_dtype_they_were_saved_in_wherever_a_cat_is_nested() -> None:
+    # float16 rows came back float32 (a resumed world then disagreed on their dtype); a Cat in a collection or
+    # wrapper refused its own (N, 2) or int64 rows
+    s = sm.Stateful(sm.Cat())
+    s.update(torch.ones(3, dtype=torch.float16))
+    fresh = sm.Stateful(sm.Cat())
+    fresh.load_state_dict(s.state_dict())
+    assert fresh.metric.value.dtype == torch.float16
+    for rows in (torch.ones(3, 2), torch.arange(3)):
+        saved = sm.Collection(c=sm.Cat()).update(rows).state_dict()
+        assert torch.equal(sm.Collection(c=sm.Cat()).load_state_dict(saved).c.value, rows)
+        ring = sm.wrappers.Running(sm.Cat(), window=2).update(rows)
+        assert torch.equal(sm.wrappers.Running(sm.Cat(), window=2).load_state_dict(ring.state_dict()).compute(), rows)
+
+
+def test_resume_leaves_a_metric_the_checkpoint_lacks_absent_on_every_rank() -> None:
+    # ranks other than 0 wrote empty states for it, so a strict load failed on rank 0 alone
+    old = torch.nn.ModuleDict({"a": sm.Stateful(sm.Sum())})
+    saved = old.state_dict()
+    new = torch.nn.ModuleDict({"a": sm.Stateful(sm.Sum()), "b": sm.Stateful(sm.Mean())})
+    for rank in (0, 1):
+        sd = dict(saved)
+        resume_state_dict(new, sd, rank=rank)
+        assert "b.mean_value" not in sd and "b.weight" not in sd, rank
+        with pytest.raises(RuntimeError, match="Missing key"):
+            new.load_state_dict(sd)
