@@ -3,8 +3,10 @@
 Confidences fall into ``n_bins`` equal-width bins of [0, 1] (the last bin is
 closed, so a confidence of exactly 1 lands in it). The state is three per-bin
 ``"sum"`` tensors, so any split of the data reduces to the same bins:
-``bin_count`` and ``bin_correct`` (int64) and ``bin_confidence`` (float32, the
-sum of the confidences). ``norm`` picks the error: ``"l1"`` (expected
+``bin_count`` and ``bin_correct`` (int64) and ``bin_confidence`` (float64, the
+sum of the confidences: in float32 a bin's sum stops taking each confidence
+exactly from about 10^6 samples, 0.0053 for a calibration error of 0, and the
+drift then depends on how the data is split). ``norm`` picks the error: ``"l1"`` (expected
 calibration error), ``"l2"`` (root mean square) or ``"max"`` (maximum).
 Scores on rows whose target is ``ignore_index`` do not take part in the
 choice between probabilities and logits (TorchMetrics drops those rows first).
@@ -28,7 +30,6 @@ from scopedmetrics.classification.inputs import (
     multiclass_confidences,
 )
 from scopedmetrics.classification.signature import positional
-from scopedmetrics.classification.stat_scores import safe_divide
 from scopedmetrics.metric import Metric
 from scopedmetrics.state import state, static
 
@@ -64,27 +65,24 @@ def _binned(m: _M, conf: torch.Tensor, correct: torch.Tensor, keep: torch.Tensor
     idx = torch.bucketize(conf, edges, right=True)
     if keep is not None:
         correct, conf = correct & keep, conf.where(keep, 0)
-    total = m.bin_confidence  # type: ignore[attr-defined]
-    if conf.dtype == total.dtype:
-        total = total.index_add(0, idx, conf)
-    else:  # float64 confidences are summed in float64 before the float32 state takes them
-        total = total + torch.zeros(n, dtype=conf.dtype, device=conf.device).index_add_(0, idx, conf).to(total.dtype)
+    total = m.bin_confidence  # type: ignore[attr-defined]  # float64: each confidence added to the running sums
     return m.replace(
         bin_count=tally(m.bin_count, idx, keep),  # type: ignore[attr-defined]
-        bin_confidence=total,
+        bin_confidence=total.index_add(0, idx, conf.to(total.dtype)),
         bin_correct=m.bin_correct.index_add(0, idx, correct.to(m.bin_correct.dtype)),  # type: ignore[attr-defined]
     )
 
 
 def _calibration_error(m: Any) -> torch.Tensor:
-    count = m.bin_count
-    gap = (safe_divide(m.bin_correct, count) - safe_divide(m.bin_confidence, count)).abs()
+    """The error in float64, returned as float32: a bin's gap is ``|correct - confidence sum| / count``."""
+    count: torch.Tensor = m.bin_count.double()
+    gap: torch.Tensor = (m.bin_correct.double() - m.bin_confidence).abs() / count.clamp(min=1)  # empty bins: 0
     if m.norm == "max":
-        return gap.max()
-    weight = safe_divide(count, count.sum())
+        return gap.max().float()
+    weight = count / count.sum().clamp(min=1)
     if m.norm == "l1":
-        return (gap * weight).sum()
-    return (gap * gap * weight).sum().sqrt()
+        return (gap * weight).sum().float()
+    return (gap * gap * weight).sum().sqrt().float()
 
 
 @positional("n_bins", "norm", "ignore_index", "validate_args")
@@ -102,7 +100,7 @@ class BinaryCalibrationError(Metric):
     """
 
     bin_count: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.long))
-    bin_confidence: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.float32))
+    bin_confidence: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.float64))
     bin_correct: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.long))
     n_bins: int = static(default=15)
     norm: str = static(default="l1")
@@ -142,7 +140,7 @@ class MulticlassCalibrationError(Metric):
     ignore_index: int | None = static(default=None)
     validate_args: bool = static(default=True)
     bin_count: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.long))
-    bin_confidence: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.float32))
+    bin_confidence: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.float64))
     bin_correct: torch.Tensor = state("sum", init=lambda m: torch.zeros(m.n_bins, dtype=torch.long))
 
     def __post_init__(self) -> None:
