@@ -307,8 +307,8 @@ def np_binned(kind: str, y: np.ndarray, s: np.ndarray, thr: np.ndarray) -> Any:
         return fpr[::-1].copy(), tpr[::-1].copy(), thr[::-1].copy()
     if kind == "pr":
         return precision, recall, thr
-    if kind == "auroc":
-        return np.trapezoid(tpr[::-1], fpr[::-1])
+    if kind == "auroc":  # the area from the origin: a binned curve may start at a false positive rate above 0
+        return np.trapezoid(np.append(0.0, tpr[::-1]), np.append(0.0, fpr[::-1]))
     p, r = np.nan_to_num(precision), np.nan_to_num(recall)
     return -np.sum((r[1:] - r[:-1]) * p[:-1])
 
@@ -413,9 +413,23 @@ def test_multiclass_binned_micro_curve_pools_classes(kind: str) -> None:
 
 def test_binned_max_fpr_matches_torchmetrics() -> None:
     preds, target = binary_data(28)
-    ref = tmc.BinaryAUROC(max_fpr=0.4, thresholds=11)
-    ref.update(preds, target)
-    check_sharded(BinaryAUROC(max_fpr=0.4, thresholds=11), (preds, target), ref.compute(), seed=29, world_sizes=(1, 2))
+    want = torchmetrics_value(BinaryAUROC, {"max_fpr": 0.4, "thresholds": 11}, (preds, target))
+    check_sharded(BinaryAUROC(max_fpr=0.4, thresholds=11), (preds, target), want, seed=29, world_sizes=(1, 2))
+
+
+@pytest.mark.parametrize("max_fpr", [None, 0.25, 0.5, 0.75])
+def test_binned_auroc_of_scores_at_the_top_threshold_is_the_exact_value(max_fpr: float | None) -> None:
+    # negatives scored 1.0 start a binned curve above fpr 0, and the area left of it was dropped: 0.375 for 0.5,
+    # 0.81 for 0.85 with hard predictions, however many thresholds (TorchMetrics too)
+    target = torch.tensor([1] * 10 + [0] * 10)
+    preds = torch.tensor([1.0] * 8 + [0.0] * 2 + [1.0] + [0.0] * 9)  # hard predictions: TPR 0.8, FPR 0.1
+    want = skm.roc_auc_score(target.numpy(), preds.numpy(), max_fpr=max_fpr)
+    for thresholds in (2, 100, 2001):
+        got = BinaryAUROC(max_fpr=max_fpr, thresholds=thresholds).update(preds, target).compute()
+        assert got.item() == pytest.approx(want, abs=1e-6), thresholds
+    both = torch.stack([preds, preds.flip(0)], 1), torch.stack([target, target.flip(0)], 1)
+    got = MultilabelAUROC(2, thresholds=3, average="micro").update(*both).compute()
+    assert got.item() == pytest.approx(skm.roc_auc_score(both[1].reshape(-1), both[0].reshape(-1)), abs=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -465,7 +479,27 @@ VARIANTS = [
 DATA = {"binary": binary_data, "multiclass": multiclass_data, "multilabel": multilabel_data}
 
 
+def partial_auc(fpr: np.ndarray, tpr: np.ndarray, max_fpr: float | None) -> float:
+    """scikit-learn's (McClish-standardized) area under an ROC curve given as points, taken from the origin."""
+    fpr, tpr = np.append(0.0, fpr), np.append(0.0, tpr)
+    if max_fpr is None:
+        return float(np.trapezoid(tpr, fpr))
+    stop = np.searchsorted(fpr, max_fpr, "right")
+    tpr = np.append(tpr[:stop], np.interp(max_fpr, fpr[stop - 1 : stop + 1], tpr[stop - 1 : stop + 1]))
+    fpr = np.append(fpr[:stop], max_fpr)
+    low = 0.5 * max_fpr**2
+    return 0.5 * (1 + (float(np.trapezoid(tpr, fpr)) - low) / (max_fpr - low))
+
+
 def torchmetrics_value(cls: type, kwargs: dict[str, Any], *batches: tuple[torch.Tensor, torch.Tensor]) -> Any:
+    if cls in (BinaryAUROC, MultilabelAUROC) and kwargs.get("thresholds") is not None:
+        # TorchMetrics' binned AUROC integrates from its first threshold's point, not the origin, and drops the
+        # area left of it when negatives score at or above the highest threshold: its binned ROC curve, from (0, 0)
+        roc = tmc.BinaryROC(thresholds=kwargs["thresholds"], ignore_index=kwargs.get("ignore_index"))
+        for p, t in batches:
+            roc.update(p.reshape(-1), t.reshape(-1))  # multilabel: micro, the flattened labels
+        fpr, tpr, _ = roc.compute()
+        return torch.tensor(partial_auc(fpr.double().numpy(), tpr.double().numpy(), kwargs.get("max_fpr")))
     ref = getattr(tmc, cls.__name__)(**kwargs)
     for p, t in batches:
         ref.update(p, t)

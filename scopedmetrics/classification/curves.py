@@ -334,7 +334,20 @@ def _binned_pr(counts: Tensor, thr: Tensor) -> Curve:
 
 def _binned_auroc(counts: Tensor) -> Tensor:
     fpr, tpr, _ = _binned_roc(_wide(counts), counts.new_zeros(0))
+    fpr, tpr = _from_origin(fpr, tpr)
     return torch.trapezoid(tpr, fpr, dim=-1).float()
+
+
+def _from_origin(fpr: Tensor, tpr: Tensor) -> tuple[Tensor, Tensor]:
+    """The ROC curve from (0, 0), as the area under it is taken.
+
+    A binned curve has one point per threshold: with negatives scored at or above
+    the highest one (scores of 1.0) it starts at a false positive rate above 0, and
+    the area left of that point was dropped (0.375 for 0.5, however many thresholds).
+    A curve that starts at the origin gains a segment of no width.
+    """
+    zero = fpr.new_zeros(*fpr.shape[:-1], 1)
+    return torch.cat([zero, fpr], -1), torch.cat([zero, tpr], -1)
 
 
 def _binned_ap(counts: Tensor) -> Tensor:
@@ -347,13 +360,12 @@ def _binned_ap(counts: Tensor) -> Tensor:
 
 
 def _partial_auc(fpr: Tensor, tpr: Tensor, max_fpr: float | None) -> Tensor:
-    """Area under the ROC curve up to ``max_fpr``, McClish-standardized (0.5 chance, 1 perfect)."""
+    """Area under the ROC curve (from the origin: ``_from_origin``) up to ``max_fpr``, McClish-standardized."""
+    fpr, tpr = _from_origin(fpr, tpr)
     if max_fpr is None or max_fpr == 1 or not bool(fpr.any()) or not bool(tpr.any()):
         return torch.trapezoid(tpr, fpr).float()
     limit = torch.tensor(max_fpr, dtype=fpr.dtype, device=fpr.device)
-    stop = int(torch.searchsorted(fpr, limit, right=True))
-    if stop == 0:  # a binned curve may start beyond max_fpr: start it at the origin
-        fpr, tpr, stop = torch.cat([fpr.new_zeros(1), fpr]), torch.cat([tpr.new_zeros(1), tpr]), 1
+    stop = int(torch.searchsorted(fpr, limit, right=True))  # at least 1: the curve starts at fpr 0
     if stop < len(fpr):  # interpolate the curve's height at max_fpr
         w = (limit - fpr[stop - 1]) / (fpr[stop] - fpr[stop - 1])
         height = torch.lerp(tpr[stop - 1], tpr[stop], w)
