@@ -589,7 +589,7 @@ def test_states_have_fixed_shapes_and_dtypes() -> None:
         "MultilabelMatthewsCorrCoef": {"matrix.confmat": (torch.int64, (3, 2, 2))},
         "MulticlassCalibrationError": {
             "bin_count": (torch.int64, (7,)),
-            "bin_confidence": (torch.float32, (7,)),
+            "bin_confidence": (torch.float64, (7,)),
             "bin_correct": (torch.int64, (7,)),
         },
     }
