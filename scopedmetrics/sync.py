@@ -9,6 +9,7 @@ reducer is called once per leaf instead.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import pickle
@@ -40,7 +41,15 @@ def path_str(prefix: str, *parts: Any) -> str:
     return ".".join(names)
 
 
-def walk(m: Metric, prefix: str, units: list[Leaf | Merge], desc: list[str]) -> None:
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """A reduced metric nested in an unreduced one: its leaves pass the reduction unchanged."""
+
+    path: str
+    metric: Metric
+
+
+def walk(m: Metric, prefix: str, units: list[Leaf | Merge | Kept], desc: list[str]) -> None:
     """Append ``m``'s units in leaf order, and describe them (type, configuration, ops, shapes) to ``desc``."""
     desc.append(f"{prefix or '<metric>'}: {m._describe()}")
     if m._layout.whole_merge:
@@ -56,6 +65,10 @@ def walk(m: Metric, prefix: str, units: list[Leaf | Merge], desc: list[str]) -> 
             paths, xs, _ = tree.flatten_with_path(value, is_leaf=is_metric)
         for path, x in zip(paths, xs):
             p = path_str(prefix, name, *([path] if path else []))
+            if is_metric(x) and x._reduced:  # it holds every participant's state already: reduced again, it
+                units.append(Kept(p, x))  # would count each of them once per participant
+                desc.append(f"{p}: reduced {x._describe()}")
+                continue
             if is_metric(x):
                 walk(x, p, units, desc)
                 continue
@@ -90,14 +103,14 @@ def reduce_metrics(metrics: Sequence[Metric], names: Sequence[str], reducer: Red
 class Units:
     """The units of the unreduced metrics among ``metrics``, in order, and how to put reduced ones back."""
 
-    def __init__(self, metrics: Sequence[Metric], todo: list[int], units: list[Leaf | Merge], desc: list[str],
+    def __init__(self, metrics: Sequence[Metric], todo: list[int], units: list[Leaf | Merge | Kept], desc: list[str],
                  counts: list[int]) -> None:
         self.metrics, self.todo, self.units, self.desc, self.counts = metrics, todo, units, desc, counts
 
     @classmethod
     def of(cls, metrics: Sequence[Metric], names: Sequence[str]) -> Units:
         todo = [i for i, m in enumerate(metrics) if not m._reduced]
-        units: list[Leaf | Merge] = []
+        units: list[Leaf | Merge | Kept] = []
         desc: list[str] = []
         counts = []
         for i in todo:
@@ -114,7 +127,10 @@ class Units:
         for i, n in zip(self.todo, self.counts):
             flat: list[torch.Tensor] = []
             for u in self.units[at : at + n]:
-                flat += [next(next_leaf)] if isinstance(u, Leaf) else tree.leaves(next(next_merge))
+                if isinstance(u, Kept):
+                    flat += tree.leaves(u.metric)
+                else:
+                    flat += [next(next_leaf)] if isinstance(u, Leaf) else tree.leaves(next(next_merge))
             at += n
             out[i] = _rebuilt(self.metrics[i], flat)
         done = set(self.todo)  # marked by _rebuilt; the others came reduced

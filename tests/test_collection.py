@@ -225,3 +225,24 @@ def test_members_that_delegate_to_one_nested_state_share_its_update_by_construct
     assert CALLS == ["Tally"] * 4 and again.compute()["m"] == 1 - 3 / 8  # unequal states: shared no more
     with pytest.raises(TypeError, match=r"no member accepts keyword\(s\) \['weight'\]"):
         c.update(preds, target, weight=1.0)
+
+
+def nested_reduced_case(rank: int) -> list[float]:
+    """A collection holding a reduced member beside unreduced ones, computed everywhere and on one rank."""
+    x = torch.arange(4.0) + rank
+    total = sm.Sum().update(torch.tensor([1.0])).reduce()  # the global state already: 3.0 on every rank
+    pearson = sm.PearsonCorrCoef().update(x, x * x).reduce()
+    tree = sm.Collection(total=total, pearson=pearson, fresh=sm.Sum().update(torch.tensor([float(rank)])))
+    out = []
+    for values in (tree.compute(), sm.compute(tree, root=0), sm.compute({"c": tree})["c"]):
+        out += [float(values["total"]), float(values["pearson"]), float(values["fresh"])]
+    return out
+
+
+def test_a_reduced_member_is_not_reduced_again(world: Any) -> None:
+    # walk only skipped reduced metrics at the top of the tree: a reduced member counted every rank's state once per
+    # rank (9.0 for 3.0 on 3 ranks), and a reduced whole-state merge raised "cannot merge a reduced metric"
+    x = torch.cat([torch.arange(4.0) + r for r in range(3)])
+    pearson = float(sm.PearsonCorrCoef().update(x, x * x).compute())
+    for got in world.run(nested_reduced_case, 3):
+        assert got == pytest.approx([3.0, pearson, 3.0] * 3), got
