@@ -175,7 +175,7 @@ def _gather_plan(
     out = list(leaves)
     for b in large:
         flat = _flat(leaves, b, comm.device)
-        _scatter(comm.all_reduce(flat, b.op) if flat.numel() else flat, leaves, b, out)
+        _scatter(_all_reduced(comm, flat, b.op) if flat.numel() else flat, leaves, b, out)
     assert payload is not None  # every rank prepared its part
     longest = int(head[:, 1].max())
     at = _HEAD
@@ -253,8 +253,9 @@ def _buckets(units: list[Leaf], widen: bool) -> list[Bucket]:
         dtype, op = u.tensor.dtype, u.op
         if dtype == torch.bool:
             op = _BOOL_OP[op]
-        if widen and op in ("max", "min") and not dtype.is_complex:  # complex: refused by _order_keys
-            dtype = torch.float64 if dtype.is_floating_point else torch.int64
+        if widen and op in ("max", "min"):
+            if not (dtype.is_complex or dtype == torch.uint64):  # which _order_keys refuses: int64 would reorder
+                dtype = torch.float64 if dtype.is_floating_point else torch.int64
         elif widen and not (dtype.is_floating_point or dtype.is_complex):
             dtype = torch.int64
         groups.setdefault((op, dtype), []).append(i)
@@ -342,6 +343,18 @@ def _from_keys(keys: torch.Tensor, op: str, dtype: torch.dtype) -> torch.Tensor:
     bits = ~keys if op == "min" else keys
     bits = torch.where(bits < 0, bits ^ _FLIP, bits)
     return bits.view(torch.float64).masked_fill(nan, float("nan"))
+
+
+def _all_reduced(comm: Comm, flat: torch.Tensor, op: str) -> torch.Tensor:
+    """``flat`` reduced with ``op`` over the ranks; a max or min by order keys, where NaN wins as in torch.
+
+    gloo's MAX and MIN keep a NaN or drop it by which rank held it (600,000 zeros and one
+    NaN reduced to 0.0); the keys are int64, so floats travel as float64 keys.
+    """
+    if op not in ("max", "min"):
+        return comm.all_reduce(flat, op)
+    wide = flat.to(torch.float64 if flat.dtype.is_floating_point else torch.int64)
+    return _from_keys(comm.all_reduce(_order_keys(wide, op), "max"), op, wide.dtype)
 
 
 def _no_keys(comm: Comm) -> torch.Tensor:
@@ -455,13 +468,16 @@ def _join_cat(
         r0, r = int(full[0]), int(full[int(odd[0])])
         raise _rows_disagree(path, r, _rows(meta[r]), r0, _rows(meta[r0]))
     dtype, ndim = wire.dtype(int(meta[full[0], 0])), int(meta[full[0], 1])
+    trailing = meta[full[0], 4 : 3 + ndim].tolist()
+    if 0 in trailing:  # rows of no elements: nothing to read, only how many
+        return torch.zeros(int(meta[full, 2].sum()), *trailing, dtype=dtype, device=rows.device)
     size = dtype.itemsize  # pieces start 16-aligned in rows of a multiple of 16 bytes: readable as ``dtype``
     n = meta[full, 3] // size
     first = starts[full] // size + full * (rows.shape[1] // size)  # each piece's first element in the flat buffer
     total = int(n.sum())
     index = torch.repeat_interleave(first - (n.cumsum(0) - n), n, output_size=total) + torch.arange(total)
     held = rows.reshape(-1).view(dtype).index_select(0, index.to(rows.device))
-    return held.reshape(-1, *meta[full[0], 4 : 3 + ndim].tolist())
+    return held.reshape(-1, *trailing)
 
 
 def check_rows(path: str, held: Sequence[tuple[int, torch.Tensor]]) -> None:

@@ -277,3 +277,56 @@ def test_collective_reduce_counts_one_call_for_small_bool_states() -> None:
     with sm.use_reducer(Collective(comm)):
         _typed(0, torch.bool, "sum").reduce()
     assert comm.calls == ["all_gather"]
+
+
+class Peaks(sm.Metric):
+    """A large max state: past the gather limit at two ranks, so it travels by all_reduce."""
+
+    peak: torch.Tensor = sm.state("max", default=lambda: torch.zeros(600_000))
+
+    def update(self, x: torch.Tensor) -> Peaks:
+        return self.replace(peak=torch.maximum(self.peak, x))
+
+
+def nan_peak_case(rank: int) -> list[bool]:
+    x = torch.zeros(600_000)
+    if rank == 1:
+        x[0] = float("nan")
+    got = Peaks().update(x).reduce().peak
+    return [bool(got[0].isnan()), bool((got[1:] == 0).all())]
+
+
+def test_a_large_max_state_keeps_nan_as_torch_does(world: Any) -> None:
+    # gloo's MAX dropped the NaN of rank 1 (0.0 where merge and every smaller state give NaN)
+    assert 600_000 * 4 * 2 > exchange.GATHER_LIMIT
+    assert world.run(nan_peak_case, 2) == [[True, True]] * 2
+
+
+def empty_rows_case(rank: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    m = sm.Cat().update(torch.zeros(rank + 1, 3, 0))
+    return tuple(m.compute().shape), tuple(sm.compute(m, root=0).shape)
+
+
+def test_rows_of_no_elements_join_by_their_count(world: Any) -> None:
+    # reshape(-1, 3, 0) of the joined rows raised a bare RuntimeError
+    assert world.run(empty_rows_case, 2) == [((3, 3, 0), (3, 3, 0))] * 2
+
+
+class Unsigned(sm.Metric):
+    top: torch.Tensor = sm.state("max", default=lambda: torch.zeros(1, dtype=torch.uint64))
+
+    def update(self, x: torch.Tensor) -> Unsigned:
+        return self.replace(top=x)
+
+
+def test_uint64_max_is_refused_at_any_world_size() -> None:
+    # from 32 ranks uint64 travelled as int64 order keys: 2**63 + 5 ranked below 1 (max 1, min 2**63 + 5)
+    def body(rank: int) -> str:
+        try:
+            Unsigned().update(torch.tensor([2**63 + 5 if rank == 0 else 1], dtype=torch.uint64)).reduce()
+        except (TypeError, NotImplementedError) as err:
+            return type(err).__name__
+        return "no error"
+
+    assert set(sm.simulate(body, 2)) == {"NotImplementedError"}  # torch has no CPU max of uint64
+    assert set(sm.simulate(body, 32)) == {"TypeError"}
