@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -117,10 +118,12 @@ def check_choice(owner: Any, arg: str, allowed: Sequence[Any]) -> None:
 
 
 def check_number(owner: Any, arg: str, low: float | None = None, high: float | None = None) -> None:
-    """``owner.arg`` is a real number (not a bool) within ``[low, high]``."""
+    """``owner.arg`` is a finite real number (not a bool) within ``[low, high]``."""
     value = getattr(owner, arg)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(f"{type(owner).__name__}: argument `{arg}` must be a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):  # NaN passes every range test, inf most
+        raise ValueError(f"{type(owner).__name__}: argument `{arg}` must be finite, got {value!r}")
     if (low is not None and value < low) or (high is not None and value > high):
         raise ValueError(f"{type(owner).__name__}: argument `{arg}` must lie in [{low}, {high}], got {value!r}")
 

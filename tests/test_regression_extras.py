@@ -607,3 +607,38 @@ def test_a_positional_call_binds_torchmetrics_names() -> None:
     assert RelativeSquaredError(2, False).squared is False
     assert JensenShannonDivergence(True, "sum").reduction == "sum"
     assert MinkowskiDistance(4).p == 4 and TweedieDevianceScore(3).power == 3
+
+
+def test_log_cosh_and_squared_log_error_keep_the_digits_of_small_errors() -> None:
+    # |d| + log1p(exp(-2|d|)) - log 2 cancelled near 0 (0.0 for d = 1e-4 in float32), and log1p(p) - log1p(t) of
+    # float32 values near 1e4 kept 3e-3 of their difference
+    d = torch.tensor([1e-4, 1e-3, 1e-2, 0.5, 39.0, 41.0, 200.0])
+    want = np.log(np.cosh(d.double().numpy()))
+    for i, x in enumerate(d):
+        got = LogCoshError().update(x.reshape(1), torch.zeros(1)).compute().item()
+        assert got == pytest.approx(want[i], rel=1e-6), float(x)
+    p, t = torch.tensor([1e4 + 1, 3e4 + 2]), torch.tensor([1e4, 3e4])
+    exact = np.mean((np.log1p(p.double().numpy()) - np.log1p(t.double().numpy())) ** 2)
+    assert MeanSquaredLogError().update(p, t).compute().item() == pytest.approx(exact, rel=1e-6)
+
+
+def test_critical_success_index_compares_with_the_threshold_exactly() -> None:
+    # torch compared in the inputs' dtype: 300 against uint8 values was 44, -1 was 255, and 0.1 against float16
+    # values was float16's 0.1 (a false alarm for 0.0999755859375)
+    u = torch.tensor([50, 200], dtype=torch.uint8)
+    assert CriticalSuccessIndex(300).update(u, u).compute().item() == 0.0  # no event at all
+    assert CriticalSuccessIndex(-1).update(u, torch.tensor([50, 0], dtype=torch.uint8)).compute().item() == 1.0
+    i16 = torch.tensor([5, 30000], dtype=torch.int16)
+    assert CriticalSuccessIndex(40000).update(i16, i16).compute().item() == 0.0
+    h, ht = torch.tensor([0.1, 0.5], dtype=torch.float16), torch.tensor([0.0, 0.5], dtype=torch.float16)
+    assert CriticalSuccessIndex(0.1).update(h, ht).compute().item() == 1.0
+    big = CriticalSuccessIndex(16777219.5).update(torch.tensor([16777219]), torch.tensor([16777220])).compute()
+    assert big.item() == 0.0  # a miss: 16777219 is below the threshold, which float32 rounded to 16777220
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_configuration_number_must_be_finite(bad: float) -> None:
+    # MinkowskiDistance(inf) gave 1.0 for scipy's Chebyshev 4.0, TweedieDevianceScore(nan) NaN, CSI(nan) 0.0
+    for make in (MinkowskiDistance, TweedieDevianceScore, CriticalSuccessIndex):
+        with pytest.raises(ValueError, match=rf"{make.__name__}: argument `\w+` must be finite"):
+            make(bad)
