@@ -166,10 +166,11 @@ class Stateful(torch.nn.Module, Generic[M]):
 
     def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
         super()._save_to_state_dict(destination, prefix, keep_vars)
+        live = {id(t) for t in tree.leaves(self._metric)}  # state_dict copies the rows of a growing buffer itself
         for key, value in self._metric.state_dict().items():
             # a copy: torch.distributed.checkpoint loads into these tensors in place, and a state tensor may be
             # shared with other metrics (a nested metric's default serves every fresh instance); no autograd history
-            destination[prefix + key] = value.clone()
+            destination[prefix + key] = value.clone() if id(value) in live else value
 
     def _load_from_state_dict(
         self,
