@@ -210,11 +210,11 @@ class Mean(Metric):
         """
         if mask is not None:
             keep = _mask_of(self, mask)
-            if not bool(keep.any()):
-                return self  # nothing kept: exactly as if the batch had never been passed
             x = _real(self, value, "value", None, self.mean_value.device)
             (value, weight), _ = _masked(self, keep, (x, _broadcast(_real(self, weight, "weight", None, x.device), x)),
                                          {})
+            if not bool(keep.any()):
+                return self  # nothing kept: exactly as if the batch had never been passed
         fast = self._unweighted(value, weight)
         if fast is not None:
             return fast
@@ -285,7 +285,6 @@ class Cat(Metric):
     value: torch.Tensor = state("cat")
     nan_strategy: Any = static(default="warn")
 
-    _rows_of_any_kind = True  # a generic container: its empty state loads rows of any dtype and shape
 
     def __post_init__(self) -> None:
         _check_strategy(self)

@@ -182,9 +182,9 @@ def _folding(update: Callable[..., Any], own_mask: bool) -> Callable[..., Any]:
             mask = kwargs.pop("mask")
             if mask is not None:
                 keep = _mask_of(self, mask)
+                args, kwargs = _masked(self, keep, args, kwargs)  # checks the mask's length against the rows
                 if not bool(keep.any()):
                     return self  # nothing kept: exactly as if the batch had never been passed
-                args, kwargs = _masked(self, keep, args, kwargs)
         if not torch.is_grad_enabled():
             return update(self, *args, **kwargs)
         _set_grad(False)  # states never hold autograd history (a bare switch: no_grad()'s object costs ~1 µs)
@@ -298,7 +298,7 @@ class Metric:
     _merge_stacks: ClassVar[bool] = False
     """Whether ``merge`` is element-wise over states stacked along a leading dim (see ``_kernels/folds.py``)."""
     _layout: ClassVar[Layout]  # what the class declares, read once (``Layout``)
-    _rows_of_any_kind: ClassVar[bool] = False  # True for generic containers (Cat): empty cat leaves load any rows
+    _rows_of_any_kind: ClassVar[bool] = False  # True: empty cat defaults load any rows, as a cat state without one
     _delegate: ClassVar[str | None] = None  # the field whose nested metric ``update`` folds into (``delegate``)
     _reduced = False  # plain class attribute, not a field: reduced instances set it in __dict__
 
@@ -678,17 +678,23 @@ class Layout:
     whole_merge: bool
     names: frozenset[str]  # every field name, for replace
     cat: tuple[str, ...]  # the cat states, for append
+    any_rows: frozenset[str]  # cat states declared without a default: their empty start takes any rows
 
     @classmethod
     def of(
-        cls, ops: Mapping[str, str | None], statics: tuple[str, ...], init: tuple[str, ...], whole_merge: bool
+        cls,
+        ops: Mapping[str, str | None],
+        statics: tuple[str, ...],
+        init: tuple[str, ...],
+        whole_merge: bool,
+        any_rows: frozenset[str] = frozenset(),
     ) -> Layout:
         """The layout of states ``ops`` (name to op, in order) and ``statics``; the derived fields filled in.
 
         Plain fields, not cached properties: those take a lock, which ``torch.compile`` cannot trace.
         """
         cat = tuple(n for n, op in ops.items() if op == "cat")
-        return cls(tuple(ops), statics, ops, init, whole_merge, frozenset((*ops, *statics)), cat)
+        return cls(tuple(ops), statics, ops, init, whole_merge, frozenset((*ops, *statics)), cat, any_rows)
 
 
 def _make_dataclass(cls: type[Metric]) -> None:
@@ -700,7 +706,8 @@ def _make_dataclass(cls: type[Metric]) -> None:
     statics = tuple(n for n in specs if n not in ops)
     whole_merge = cls.merge is not Metric.merge
     init = tuple(f.name for f in fields if f.init and f.name in statics)
-    cls._layout = Layout.of(ops, statics, init, whole_merge)
+    any_rows = frozenset(n for n, spec in specs.items() if isinstance(spec, StateSpec) and spec.any_rows)
+    cls._layout = Layout.of(ops, statics, init, whole_merge, any_rows)
     cls.__init__ = _checking_config(cls.__init__)  # type: ignore[method-assign]
     no_op = [f.name for f in fields if f.name in ops and ops[f.name] is None and not _holds_metrics(f)]
     if no_op and not whole_merge:
@@ -895,7 +902,8 @@ def _free_shape_leaves(m: Metric) -> list[str]:
     if m._layout.whole_merge:
         return [rows if t.ndim > 0 and t.shape[0] == 0 else "" for t in tree.leaves(m.reset())]
     out: list[str] = []
-    for _, value, op in m._state_items():
+    for name, value, op in m._state_items():
+        kind = "any" if name in m._layout.any_rows else rows
         for x in tree.leaves(value, is_leaf=_is_metric):
-            out += _free_shape_leaves(x) if _is_metric(x) else [rows if op == "cat" else ""]
+            out += _free_shape_leaves(x) if _is_metric(x) else [kind if op == "cat" else ""]
     return out

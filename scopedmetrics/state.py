@@ -26,9 +26,14 @@ _KEY: Final = "scopedmetrics"
 
 @dataclasses.dataclass(frozen=True)
 class StateSpec:
-    """Metadata of a state field: its reduce op (``None`` for whole-state merge)."""
+    """Metadata of a state field: its reduce op (``None`` for whole-state merge).
+
+    ``any_rows``: a ``cat`` state declared without a default or ``init``, whose empty
+    start says nothing of its rows, so it takes rows of any dtype and shape (a checkpoint's too).
+    """
 
     op: str | None
+    any_rows: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +112,9 @@ def state(
     shaped = Shaped(init) if init is not None else None
     factory = (lambda: shaped) if shaped is not None else _factory(op, default)
     return dataclasses.field(  # keyword-only: states never take a constructor position
-        default_factory=factory, metadata={_KEY: StateSpec(op)}, kw_only=True
+        default_factory=factory,
+        metadata={_KEY: StateSpec(op, op == "cat" and default is dataclasses.MISSING and init is None)},
+        kw_only=True,
     )
 
 

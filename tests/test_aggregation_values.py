@@ -241,3 +241,13 @@ def test_mask_cuts_numpy_values_and_a_weight_broadcast_to_the_values() -> None:
     assert rows.item() == 3.5
     with pytest.raises(ValueError, match="Sum.update: mask covers 2 rows but no argument has rows along dim 0"):
         sm.Sum().update(5.0, mask=torch.tensor([True, False]))
+
+
+def test_a_mask_that_keeps_nothing_still_has_the_batch_s_length() -> None:
+    # an all-False mask returned before its length was checked: a mask of 1 row for a batch of 2 passed
+    for m in (sm.Mean(), sm.Sum(), sm.classification.MulticlassAccuracy(3)):
+        args = (torch.tensor([2, 2]), torch.tensor([1, 1])) if isinstance(m, sm.classification.MulticlassAccuracy) \
+            else (torch.tensor([2.0, 2.0]),)
+        with pytest.raises(ValueError, match=r"mask covers 1 rows but argument 0 has 2 along dim 0"):
+            m.update(*args, mask=torch.tensor([False]))
+        assert m.update(*args, mask=torch.tensor([False, False])) is m

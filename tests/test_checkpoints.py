@@ -373,3 +373,30 @@ def test_a_collection_refuses_a_checkpoint_with_one_bad_member_and_loads_nothing
 def test_a_checkpoint_that_is_not_a_mapping_is_refused_clearly(checkpoint: Any) -> None:
     with pytest.raises((ValueError, TypeError), match=r"Sum.load_state_dict"):
         sm.Sum().load_state_dict(checkpoint)
+
+
+class Ids(sm.Metric):
+    """A custom metric with a cat state declared without a default: its rows' kind is not declared."""
+
+    ids: torch.Tensor = sm.state("cat")
+
+    def update(self, x: torch.Tensor) -> Ids:
+        return self.append(ids=x)
+
+    def compute(self) -> torch.Tensor:
+        return self.ids
+
+
+def test_a_cat_state_declared_without_a_default_loads_rows_of_any_kind() -> None:
+    # API.md: an empty cat leaf joins whatever rows the others hold; a checkpoint of int64 or (N, 2) rows was
+    # refused ("has dtype torch.int64, expected torch.float32"), through Stateful too
+    for rows in (torch.tensor([3, 4, 5]), torch.ones(5, 2)):
+        saved = Ids().update(rows).state_dict()
+        assert torch.equal(Ids().load_state_dict(saved).compute(), rows)
+        module = sm.Stateful(Ids())
+        module.update(rows)
+        fresh = sm.Stateful(Ids())
+        fresh.load_state_dict(module.state_dict())
+        assert torch.equal(fresh.metric.ids, rows)
+    with pytest.raises(ValueError, match=r"'preds' has shape \(3, 2\), expected \(0,\)"):  # declared rows: checked
+        sm.BinaryAUROC().load_state_dict({**sm.BinaryAUROC().state_dict(), "preds": torch.ones(3, 2)})
