@@ -114,11 +114,11 @@ def test_multitask_nested_collections_mask_and_errors() -> None:
     assert_close(out["reg_val"], (X[keep, 0] - Y[keep, 0]).abs().mean())
     with pytest.raises(ValueError, match=r"must have the tasks' keys \['cls', 'reg'\], got \['cls'\] and"):
         m.update({"cls": SCORES}, {"cls": LABELS, "reg": Y[:, 0]})
-    with pytest.raises(TypeError, match="`task_preds` must be a dict, got Tensor"):
+    with pytest.raises(TypeError, match="`preds` must be a dict, got Tensor"):
         m.update(SCORES, {"cls": LABELS})
     with pytest.raises(TypeError, match="task 'a' is int, not a Metric"):
         MultitaskWrapper({"a": 1})
-    full = m.update({"cls": SCORES, "reg": X[:, 0]}, {"cls": LABELS, "reg": Y[:, 0]})
+    full = m.update(preds={"cls": SCORES, "reg": X[:, 0]}, target={"cls": LABELS, "reg": Y[:, 0]})  # API.md's names
     restored = m.load_state_dict(full.state_dict())
     assert "tasks.cls.acc.stats.counts" in restored.state_dict()
 

@@ -127,19 +127,22 @@ class MultitaskWrapper(Metric):
         _check_affix(self, "postfix")
         object.__setattr__(self, "task_metrics", dict(tasks))
 
-    def update(self, task_preds: Any, task_targets: Any, mask: Any = None) -> MultitaskWrapper:
-        """Fold each task's ``(preds, target)`` into its metric; ``mask`` (if given) goes to every task."""
-        for arg, value in (("task_preds", task_preds), ("task_targets", task_targets)):
+    def update(self, preds: Any, target: Any, mask: Any = None) -> MultitaskWrapper:
+        """Fold each task's ``(preds[task], target[task])`` into its metric; ``mask`` (if given) goes to every task.
+
+        TorchMetrics names the two ``task_preds`` and ``task_targets``; they come in the same positions.
+        """
+        for arg, value in (("preds", preds), ("target", target)):
             if not isinstance(value, Mapping):
                 raise TypeError(f"MultitaskWrapper.update: argument `{arg}` must be a dict, got {type(value).__name__}")
         expected = set(self.task_metrics)
-        if set(task_preds) != expected or set(task_targets) != expected:
+        if set(preds) != expected or set(target) != expected:
             raise ValueError(
-                "MultitaskWrapper.update: arguments `task_preds` and `task_targets` must have the tasks' keys "
-                f"{sorted(expected)}, got {sorted(task_preds)} and {sorted(task_targets)}"
+                "MultitaskWrapper.update: arguments `preds` and `target` must have the tasks' keys "
+                f"{sorted(expected)}, got {sorted(preds)} and {sorted(target)}"
             )
         extra = {} if mask is None else {"mask": mask}
-        new = {name: m.update(task_preds[name], task_targets[name], **extra) for name, m in self.tasks.items()}
+        new = {name: m.update(preds[name], target[name], **extra) for name, m in self.tasks.items()}
         return self.replace(tasks=new)
 
     def compute(self) -> dict[str, Any]:
