@@ -165,3 +165,10 @@ def test_an_empty_batch_changes_nothing() -> None:
     for name in RATIOS + ["PermutationInvariantTraining"]:
         m = make(name)
         assert_same_state(state_of(m.update(torch.zeros(0, 2, 8), torch.zeros(0, 2, 8))), state_of(m))
+
+
+def test_pit_refuses_more_speakers_than_the_search_takes_before_searching() -> None:
+    # (batch, time) signals read as 16 speakers built 16! permutations and ran out of memory
+    m = sma.PermutationInvariantTraining(snr.scale_invariant_signal_distortion_ratio)
+    with pytest.raises(ValueError, match="has 16 speakers in dim 1; the search over every permutation takes at most 8"):
+        m.update(torch.randn(2, 16), torch.randn(2, 16))

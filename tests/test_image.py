@@ -414,3 +414,12 @@ def test_positional_arguments_follow_torchmetrics() -> None:
                   if n not in ("self", "kwargs")]
         ours = list(inspect.signature(cls.__init__).parameters)[1:]
         assert ours[: len(theirs)] == theirs, (cls.__name__, ours, theirs)
+
+
+def test_an_extractor_that_cannot_take_the_images_fails_naming_the_metric() -> None:
+    # float16 images into float32 weights raised torch's own "mat1 and mat2 must have the same dtype"
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(48, 5))
+    fid = FrechetInceptionDistance(net, normalize=True, input_img_size=(3, 4, 4))
+    with pytest.raises(ValueError, match=r"FrechetInceptionDistance.update: the feature extractor failed on "
+                                         r"argument `imgs` \(torch.float16"):
+        fid.update(torch.rand(6, 3, 4, 4).half(), real=True)

@@ -273,6 +273,15 @@ def test_perplexity_from_token_log_likelihoods_equals_the_logits_form() -> None:
     assert_close(by_loglik, by_logits, rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32])
+def test_perplexity_of_logits_takes_token_ids_of_any_integer_dtype(dtype: torch.dtype) -> None:
+    # gather() took the ids' own dtype and raised for uint8, int8 and int16
+    g = torch.Generator().manual_seed(8)
+    logits, ids = torch.randn(2, 5, 7, generator=g), torch.randint(0, 7, (2, 5), generator=g)
+    want = smt.Perplexity().update(logits, ids).compute()
+    assert torch.equal(smt.Perplexity().update(logits, ids.to(dtype)).compute(), want)
+
+
 def test_perplexity_holds_the_invariant_on_uneven_shards() -> None:
     g = torch.Generator().manual_seed(2)
     logits, target = torch.randn(50, 5, 8, generator=g), torch.randint(0, 8, (50, 5), generator=g)

@@ -16,6 +16,7 @@ from scopedmetrics.metric import Metric
 from scopedmetrics.state import state, static
 
 _MODES = ("speaker-wise", "permutation-wise")
+MAX_SPEAKERS = 8  # 8! = 40,320 permutations: the exhaustive search's bound
 
 
 def _permutations(speakers: int, device: torch.device) -> torch.Tensor:
@@ -107,6 +108,11 @@ class PermutationInvariantTraining(Metric):
         _checks.ndim(self, "preds", p, range(2, 64), "(batch, speakers, ...)")
         _checks.finite(self, "preds", p)
         _checks.finite(self, "target", t)
+        if p.shape[1] > MAX_SPEAKERS:  # before the search builds speakers! permutations (16! ran out of memory)
+            raise ValueError(
+                f"{type(self).__name__}.update: argument `preds` has {p.shape[1]} speakers in dim 1; the search over "
+                f"every permutation takes at most {MAX_SPEAKERS} (signals are (batch, speakers, ...))"
+            )
         if p.shape[0] == 0:
             return self
         best, _ = best_permutation(p, t.to(p.device), self.metric_func, self.mode, self.eval_func)

@@ -116,7 +116,13 @@ def _features(owner: Any, imgs: Any, real: Any) -> tuple[torch.Tensor, torch.Ten
     elif not isinstance(real, bool):
         raise TypeError(f"{_checks.where(owner)}: argument `real` must be a bool, got {type(real).__name__}")
     ex: _Extractor = owner.feature
-    feats = ex.module(x)
+    try:
+        feats = ex.module(x)
+    except RuntimeError as err:  # a dtype, device or shape the extractor does not take: name the metric and the input
+        raise ValueError(
+            f"{_checks.where(owner)}: the feature extractor failed on argument `imgs` ({x.dtype}, shape "
+            f"{tuple(x.shape)}, {x.device}), which it is given as they are: {err}"
+        ) from err
     if not isinstance(feats, torch.Tensor):
         raise TypeError(f"{_checks.where(owner)}: the feature extractor returned {type(feats).__name__}, not a tensor")
     if feats.ndim == 1:

@@ -79,7 +79,7 @@ class Perplexity(Metric):
         keep = torch.ones_like(t, dtype=torch.bool) if kept is None else kept
         if p.ndim == 3:
             x = p if p.dtype in (torch.float32, torch.float64) else p.float()
-            picked = x.gather(-1, t.where(keep, 0).unsqueeze(-1)).squeeze(-1)
+            picked = x.gather(-1, t.where(keep, 0).long().unsqueeze(-1)).squeeze(-1)  # gather takes int64 ids
             log_likelihood = picked - torch.logsumexp(x, dim=-1)
         else:
             log_likelihood = p
