@@ -14,6 +14,7 @@ import enum
 import functools
 import hashlib
 import inspect
+import re
 import threading
 import types
 import warnings
@@ -185,16 +186,39 @@ def _folding(update: Callable[..., Any], own_mask: bool) -> Callable[..., Any]:
                 args, kwargs = _masked(self, keep, args, kwargs)  # checks the mask's length against the rows
                 if not bool(keep.any()):
                     return self  # nothing kept: exactly as if the batch had never been passed
-        if not torch.is_grad_enabled():
-            return update(self, *args, **kwargs)
-        _set_grad(False)  # states never hold autograd history (a bare switch: no_grad()'s object costs ~1 µs)
+        grad = torch.is_grad_enabled()
+        if grad:
+            _set_grad(False)  # states never hold autograd history (a bare switch: no_grad()'s object costs ~1 µs)
         try:
             return update(self, *args, **kwargs)
+        except TypeError as err:
+            named = _named(self, err)
+            if named is err:
+                raise
+            raise named from err
         finally:
-            _set_grad(True)
+            if grad:
+                _set_grad(True)
 
     wrapper._sm_wrapped = True  # type: ignore[attr-defined]
     return wrapper
+
+
+_BINDING = re.compile(r"^[\w.<>]+\(\) (got an unexpected keyword|got multiple values|missing \d+ required|takes )")
+
+
+def _named(m: Metric, err: TypeError) -> TypeError:
+    """``err``, or, where the arguments of ``update`` did not bind, the same error named after the metric.
+
+    Python names the function that did not take them, which may be an inner one that
+    ``update`` hands them to (``BinaryCounts._fold()``). An error raised from inside is kept as it is.
+    """
+    tb, frames = err.__traceback__, 0
+    while tb is not None:
+        tb, frames = tb.tb_next, frames + 1
+    if frames > 2 or not _BINDING.match(str(err)):  # raised inside, not by the call: as it is
+        return err
+    return TypeError(f"{type(m).__name__}.update: {str(err).split('() ', 1)[1]}")
 
 
 def delegate(field: str) -> Callable[..., Any]:

@@ -368,3 +368,20 @@ def test_inputs_on_another_device_are_moved_or_refused_clearly(where: str) -> No
         assert_same_state(before, state_of(m))
     assert not failures, "\n".join(failures)
 
+
+
+def test_arguments_that_do_not_bind_are_refused_naming_the_metric() -> None:
+    # Python named the function that did not take them: "BinaryCounts._fold() missing 1 required positional
+    # argument: 'target'", "_BinaryCurve.update() got an unexpected keyword argument 'foo'"
+    p, t = torch.rand(4), torch.randint(0, 2, (4,))
+    cases = [
+        (lambda: sm.BinaryAccuracy().update(p), "BinaryAccuracy.update: missing 1 required positional argument"),
+        (lambda: sm.BinaryAccuracy().update(p, t, foo=1), "BinaryAccuracy.update: got an unexpected keyword"),
+        (lambda: sm.BinaryAUROC().update(p, t, foo=1), "BinaryAUROC.update: got an unexpected keyword"),
+        (lambda: sm.Sum().update(), "Sum.update: missing 1 required positional argument: 'value'"),
+    ]
+    for call, message in cases:
+        with pytest.raises(TypeError, match=message):
+            call()
+    with pytest.raises(TypeError, match="BinaryAccuracy.update: argument `preds` must be a torch.Tensor"):
+        sm.BinaryAccuracy().update("x", t)  # an error raised inside update keeps its own words
