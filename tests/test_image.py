@@ -372,7 +372,7 @@ def test_fid_refuses_bad_images_and_flags() -> None:
         ((imgs.tolist(), True), TypeError, "`imgs`"),
         ((imgs, "yes"), TypeError, "`real` must be a bool"),
         ((imgs, real[:2]), TypeError, "`real` must be a bool, or a 1-d bool tensor"),
-        ((imgs[:, :2], True), RuntimeError, ""),  # the module itself refuses 2 channels
+        ((imgs[:, :2], True), ValueError, "the feature extractor failed on argument `imgs`"),  # 2 channels
         ((imgs.masked_fill(imgs > 0.5, float("nan")), True), ValueError, "`imgs` must be finite"),
     ]:
         with pytest.raises(error, match=needle):
