@@ -455,3 +455,17 @@ def test_sliced_float64_inputs_equal_the_metric_on_each_slice(metric: sm.Metric)
     for k in range(3):
         want = metric.reset().update(*(a[ids == k] for a in args)).compute()
         assert torch.equal(got[k], want), (k, got[k], want)
+
+
+def test_the_grouped_path_sums_many_rows_of_a_slice_as_the_metric_does() -> None:
+    # the groups' bincount and index_add added float32 rows one at a time: 10^7 rows of 0.1 summed to 1,087,937
+    # (+8.8%); Mean, MAE and MSE of the slice, and every BootStrapper replicate, drifted the same way
+    n = 4_000_000
+    x, ids = torch.full((n,), 0.1), torch.zeros(n, dtype=torch.long)
+    for metric, args in ((sm.Sum(), (x,)), (sm.Mean(), (x,)), (sm.MeanAbsoluteError(), (x, torch.zeros(n))),
+                         (sm.MeanSquaredError(), (x, torch.zeros(n)))):
+        want = metric.update(*args).compute()
+        got = Sliced(metric, 1).update(*args, slice_ids=ids).compute()[0]
+        assert got.item() == pytest.approx(want.item(), rel=1e-6), type(metric).__name__
+    weighted = Sliced(sm.Mean(), 1).update(x, weight=torch.full((n,), 2.0), slice_ids=ids).compute()[0]
+    assert weighted.item() == pytest.approx(0.1, rel=1e-6)

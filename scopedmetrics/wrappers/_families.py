@@ -62,18 +62,21 @@ def _group_sums(state: torch.Tensor, ids: torch.Tensor, rows: torch.Tensor) -> t
     """Each group's sum of ``rows`` (row ``i`` in group ``ids[i]``), from zero, shaped like the stacked ``state``.
 
     ``rows`` is ``(N, *state.shape[1:])``, or ``(N,)`` for one value per group. The state then adds these
-    once, as a metric's ``update`` adds its batch's sum: ``state.index_add`` would add each row to the
-    running total in turn, and a float total rounds at every row (past 2**24 a float32 total no longer
-    grows by ones). One value per row on the CPU is one weighted ``bincount``, the faster pass there
-    (on CUDA it has no deterministic kernel); otherwise ``index_add_`` into zeros. Shape and dtype
-    calls cost about as much as the pass, so each is made only when needed.
+    once, as a metric's ``update`` adds its batch's sum. Both passes below add the rows one at a time,
+    so float rows are added in float64: in float32 each addition rounds (10^7 rows of 0.1 in one group
+    summed to 1,087,937, where ``x.sum()``, pairwise, gives 999,999.56). One value per row on the CPU
+    is one weighted ``bincount``, the faster pass there (on CUDA it has no deterministic kernel);
+    otherwise ``index_add_`` into zeros. Shape and dtype calls cost about as much as the pass, so each
+    is made only when needed.
     """
+    if rows.is_floating_point() and rows.dtype != torch.float64:
+        rows = rows.double()
     if rows.ndim == 1 and rows.is_cpu:
         sums = torch.bincount(ids, weights=rows, minlength=state.shape[0])
-        if sums.dtype != state.dtype:  # float32 and float64 weights keep theirs; others give float64
+        if sums.dtype != state.dtype:  # float64 weights keep theirs; others give float64
             sums = sums.to(state.dtype)
         return sums if state.ndim == 1 else sums.unsqueeze(1)
-    wide = rows.dtype if rows.is_floating_point() else state.dtype  # rows summed in their own precision first
+    wide = rows.dtype if rows.is_floating_point() else state.dtype  # float rows: float64, above
     sums = torch.zeros(state.shape, dtype=wide, device=state.device)
     sums.index_add_(0, ids, (rows if rows.ndim == state.ndim else rows.unsqueeze(1)).to(wide))
     return sums if sums.dtype == state.dtype else sums.to(state.dtype)
