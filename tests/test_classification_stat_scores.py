@@ -797,7 +797,7 @@ BAD_CONFIGS = [
     (lambda: MultilabelF1Score(num_labels=3, threshold=-0.1), "MultilabelF1Score: argument `threshold`"),
     (
         lambda: MultilabelFBetaScore(num_labels=3, beta=0.0),
-        "MultilabelFBetaScore: argument `beta` must be a number > 0",
+        "MultilabelFBetaScore: argument `beta` must be a finite number > 0",
     ),
     (lambda: MultilabelStatScores(num_labels=1), "MultilabelStatScores: argument `num_labels`"),
     (lambda: BinaryAccuracy(threshold=True), "BinaryAccuracy: argument `threshold`"),
@@ -854,3 +854,33 @@ def test_an_ignore_index_a_narrow_target_dtype_cannot_hold_ignores_nothing(name:
     assert_close(make(ignore_index=257).update(preds, target.to(torch.uint8)).compute(), want)
     with pytest.raises(ValueError, match="argument `target` has values outside"):  # 255 is no int8: -1 is bad
         make(ignore_index=255).update(preds, torch.where(target == 1, -1, 0).to(torch.int8))
+
+
+def test_scores_compare_with_the_threshold_exactly_in_any_precision() -> None:
+    # torch rounded the threshold to the scores' dtype: bfloat16 0.703125 was not above 0.703, and a bfloat16
+    # logit of 0.005 went through a bfloat16 sigmoid to exactly 0.5 (a negative)
+    p, t = torch.tensor([0.703125, 0.703125], dtype=torch.bfloat16), torch.tensor([1, 1])
+    assert sm_classification.BinaryRecall(threshold=0.703).update(p, t).compute().item() == 1.0
+    h = torch.tensor([[0.30004883, 0.9]], dtype=torch.float16)
+    got = sm_classification.MultilabelRecall(2, threshold=0.30003, average="none").update(h, torch.ones(1, 2))
+    assert got.compute().tolist() == [1.0, 1.0]
+    logits = torch.tensor([-2.0, 0.005], dtype=torch.bfloat16)
+    assert sm_classification.BinaryStatScores().update(logits, torch.tensor([0, 1])).compute().tolist()[:4] == [
+        1, 0, 1, 0]
+    exact = torch.tensor([0.5, 0.5000001], dtype=torch.float64)  # at the threshold: negative; above: positive
+    assert sm_classification.BinaryStatScores().update(exact, torch.tensor([0, 1])).compute().tolist()[:4] == [
+        1, 0, 1, 0]
+
+
+def test_weighted_average_without_support_and_a_huge_beta_follow_scikit_learn() -> None:
+    # no positives anywhere: the weights are all 0, and scikit-learn averages plainly (recall 1.0 with
+    # zero_division=1, where 0 was given); F-beta overflowed float32 from beta = 1e19 (NaN for the recall)
+    target, preds = torch.zeros(4, 3, dtype=torch.long), torch.tensor([[1, 0, 0], [0, 0, 0], [0, 1, 0], [0, 0, 0]])
+    for cls, want in ((sm_classification.MultilabelRecall, 1.0), (sm_classification.MultilabelPrecision, 1 / 3)):
+        got = cls(3, average="weighted", zero_division=1).update(preds, target).compute().item()
+        theirs = precision_recall_fscore_support(target.numpy(), preds.numpy(), average="weighted", zero_division=1)
+        assert got == pytest.approx(want) and got == pytest.approx(theirs[1 if "Recall" in cls.__name__ else 0])
+    p, t = torch.tensor([1, 1, 0, 0]), torch.tensor([1, 0, 1, 1])
+    assert sm_classification.BinaryFBetaScore(1e20).update(p, t).compute().item() == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="argument `beta` must be a finite number > 0, got inf"):
+        sm_classification.BinaryFBetaScore(float("inf"))

@@ -24,6 +24,7 @@ only precision, recall, F-beta and F1 use it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import KW_ONLY
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -421,6 +422,8 @@ def _averaged(m: _StatScore) -> torch.Tensor:
         return per_class
     if average == "weighted":
         weights = (tp + fn).float()
+        if not bool(weights.sum() > 0):  # no support anywhere: the plain mean, as scikit-learn falls back to
+            weights = torch.ones_like(per_class)
     elif m._multilabel:
         weights = torch.ones_like(per_class)
     elif m._top_k_support and getattr(m, "top_k", 1) > 1:
@@ -563,12 +566,14 @@ class _FBeta(_StatScore):
     def __post_init__(self) -> None:
         super().__post_init__()
         b = self.beta
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not b > 0:
-            raise config_error(self, "beta", "a number > 0")
+        if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b < math.inf:
+            raise config_error(self, "beta", "a finite number > 0")
 
     def _score(self, tp: torch.Tensor, fp: torch.Tensor, tn: torch.Tensor, fn: torch.Tensor) -> torch.Tensor:
+        # (1 + b²) tp / ((1 + b²) tp + b² fn + fp), divided through by 1 + b²: (1 + b²) tp overflowed float32
+        # from beta = 1e19 (NaN where the value tends to the recall)
         b2 = self.beta * self.beta
-        return safe_divide((1 + b2) * tp, (1 + b2) * tp + b2 * fn + fp, self.zero_division)
+        return safe_divide(tp, tp + (b2 / (1 + b2)) * fn + (1 / (1 + b2)) * fp, self.zero_division)
 
 
 class _F1(_StatScore):
