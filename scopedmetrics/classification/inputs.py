@@ -20,6 +20,7 @@ is true; every error names the metric and the argument at fault.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -380,8 +381,14 @@ def above(x: torch.Tensor, threshold: float) -> torch.Tensor:
         >>> above(torch.tensor([0.703125], dtype=torch.bfloat16), 0.703)
         tensor([True])
     """
-    t = float(torch.tensor(threshold, dtype=x.dtype))
+    t = _rounded(threshold, x.dtype)
     return x >= t if t > threshold else x > t
+
+
+@functools.lru_cache(maxsize=256)
+def _rounded(value: float, dtype: torch.dtype) -> float:
+    """``value`` rounded to ``dtype`` as torch rounds it (made once per threshold and dtype)."""
+    return float(torch.tensor(value, dtype=dtype))
 
 
 _Batch = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | None"]
