@@ -289,6 +289,40 @@ def holds(dtype: torch.dtype, value: int) -> bool:
     return info.min <= value <= info.max
 
 
+def beyond(x: torch.Tensor, threshold: float, inclusive: bool) -> torch.Tensor:
+    """``x >= threshold`` (``inclusive``) or ``x > threshold``, exactly, in one comparison in ``x``'s dtype.
+
+    torch compares with a Python number in the tensor's dtype: 300 against uint8
+    values is 44, and 0.703 against bfloat16 values is 0.703125, so a score of
+    0.703125 was not above 0.703. Floats compare with ``t``, the threshold as the
+    dtype rounds it: no value lies strictly between the two, so ``x > threshold``
+    is ``x >= t`` where ``t`` rounded up and ``x > t`` otherwise (``>=`` alike).
+    Integers compare with the least integer that passes, clipped to their range.
+
+    Examples:
+        >>> beyond(torch.tensor([0.703125], dtype=torch.bfloat16), 0.703, inclusive=False)
+        tensor([True])
+        >>> beyond(torch.tensor([50, 200], dtype=torch.uint8), 300, inclusive=True)
+        tensor([False, False])
+    """
+    if x.is_floating_point():
+        t = _rounded(threshold, x.dtype)
+        return x >= t if (t >= threshold if inclusive else t > threshold) else x > t
+    if x.dtype == torch.bool:
+        return x >= threshold if inclusive else x > threshold  # compared as numbers
+    bound = math.ceil(threshold) if inclusive else math.floor(threshold) + 1
+    info = torch.iinfo(x.dtype)
+    if bound > info.max or bound <= info.min:
+        return torch.full_like(x, bound <= info.min, dtype=torch.bool)
+    return x >= bound
+
+
+@functools.lru_cache(maxsize=256)
+def _rounded(value: float, dtype: torch.dtype) -> float:
+    """``value`` rounded to ``dtype`` as torch rounds it (made once per threshold and dtype)."""
+    return float(torch.tensor(value, dtype=dtype))
+
+
 def clipped(dtype: torch.dtype, value: int) -> int:
     """An inclusive upper bound ``value`` (``x <= value``, ``x > value``) as a tensor of ``dtype`` can be compared with.
 

@@ -285,7 +285,6 @@ class Cat(Metric):
     value: torch.Tensor = state("cat")
     nan_strategy: Any = static(default="warn")
 
-
     def __post_init__(self) -> None:
         _check_strategy(self)
 

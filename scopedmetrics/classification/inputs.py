@@ -20,7 +20,6 @@ is true; every error names the metric and the argument at fault.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -365,30 +364,8 @@ def finite_scores(owner: Any, preds: torch.Tensor) -> tuple[float, float] | None
 
 def _thresholded(owner: Any, preds: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
     if preds.is_floating_point():
-        return above(_probabilities(widened(preds), "sigmoid", keep=keep), owner.threshold)
+        return _checks.beyond(_probabilities(widened(preds), "sigmoid", keep=keep), owner.threshold, inclusive=False)
     return preds.bool()
-
-
-def above(x: torch.Tensor, threshold: float) -> torch.Tensor:
-    """``x > threshold`` exactly, in one comparison in ``x``'s dtype.
-
-    torch rounds ``threshold`` to ``x``'s dtype first: a bfloat16 score of 0.703125
-    equal to 0.703 rounded was not above 0.703. With ``t`` the nearest value of the
-    dtype, no value lies strictly between ``threshold`` and ``t``, so ``x > threshold``
-    is ``x >= t`` where ``t`` rounded up, and ``x > t`` otherwise.
-
-    Examples:
-        >>> above(torch.tensor([0.703125], dtype=torch.bfloat16), 0.703)
-        tensor([True])
-    """
-    t = _rounded(threshold, x.dtype)
-    return x >= t if t > threshold else x > t
-
-
-@functools.lru_cache(maxsize=256)
-def _rounded(value: float, dtype: torch.dtype) -> float:
-    """``value`` rounded to ``dtype`` as torch rounds it (made once per threshold and dtype)."""
-    return float(torch.tensor(value, dtype=dtype))
 
 
 _Batch = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | None"]

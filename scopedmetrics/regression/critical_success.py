@@ -10,7 +10,6 @@ for a dimension ``k >= 1``, whose length ``S`` only the data tell).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -31,25 +30,6 @@ def _index(hits: torch.Tensor, misses: torch.Tensor, false_alarms: torch.Tensor)
     """``hits / (hits + misses + false_alarms)``, 0 where there is no event at all (TorchMetrics' ``_safe_divide``)."""
     num, den = hits.to(torch.float32), (hits + misses + false_alarms).to(torch.float32)
     return torch.where(den != 0, num / den.clamp(min=1), torch.zeros_like(num))
-
-
-def _at_least(x: torch.Tensor, threshold: float) -> torch.Tensor:
-    """``x >= threshold`` exactly, whatever ``x``'s dtype.
-
-    torch compares with a Python number in the tensor's dtype: 300 against uint8
-    values is 44, and 0.1 against float16 values is float16's 0.1, above the
-    float16 value nearest 0.1. Integers compare with the threshold's ceiling
-    clipped to their range, floats in float64 (the threshold's own precision).
-    """
-    if x.is_floating_point():
-        return x.double() >= threshold
-    if x.dtype == torch.bool:
-        return x >= threshold  # promotes
-    low, high = torch.iinfo(x.dtype).min, torch.iinfo(x.dtype).max
-    bound = math.ceil(threshold)
-    if bound > high or bound <= low:
-        return torch.full_like(x, bound <= low, dtype=torch.bool)
-    return x >= bound
 
 
 class CriticalSuccessIndex(Metric):
@@ -108,7 +88,8 @@ class CriticalSuccessIndex(Metric):
                 if x.is_floating_point():
                     check_values(self, name, ~x.isnan(), "free of NaN (it has no side of the threshold)")
         device = self.hits.device
-        pb, tb = _at_least(p.to(device), self.threshold), _at_least(t.to(device), self.threshold)
+        # exactly, whatever the dtype: torch compares in the inputs' (300 against uint8 values is 44)
+        pb, tb = (_checks.beyond(x.to(device), self.threshold, inclusive=True) for x in (p, t))
         hits, misses, false_alarms = pb & tb, tb & ~pb, pb & ~tb
         total = self.total + p.numel()
         if k is None:
