@@ -62,6 +62,15 @@ class TargetMoments(Metric):
     is ``m2``, never ``Σt² - (Σt)²/n``, which cancels to nothing for data far
     from zero (a target around 1e6 with spread 1e-2 gave an RSE of 8.6e6 for 1.01).
     Subclasses declare ``num_outputs`` and ``validate_args``.
+
+    Examples:
+        >>> import torch
+        >>> from scopedmetrics.regression import R2Score, RelativeSquaredError
+        >>> t = 1e6 + torch.tensor([0.0, 0.01, 0.02, 0.03], dtype=torch.float64)
+        >>> p = t + torch.tensor([0.001, -0.001, 0.002, 0.0], dtype=torch.float64)
+        >>> r2, rse = R2Score().update(p, t), RelativeSquaredError().update(p, t)
+        >>> round(float(rse.compute()), 4), round(1 - float(r2.compute()), 4), rse.m2.item() == r2.m2.item()
+        (0.012, 0.012, True)
     """
 
     _merge_stacks = True
